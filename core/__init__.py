@@ -1,0 +1,51 @@
+"""neardup.core: the pure part. Pages to canonical tokens, shingles, sketches and estimates.
+
+Nothing here does I/O; everything works on whole batches with numpy.
+"""
+
+from .canonical import Tokenizer, html_to_text, looks_like_html, to_canonical_text
+from .exceptions import (
+    BadRecordError,
+    IncompatibleStateError,
+    NeardupError,
+    SettingsError,
+    SketchMismatchError,
+    StateError,
+)
+from .prepare import Fingerprints, PreparedDoc, Preparer
+from .records import DEFAULT_MAX_RECORD_BYTES, Page, normalise_fetched_at, page_from_json, page_from_mapping
+from .settings import DEFAULT_SEED, Settings, candidate_probability, choose_bands
+from .shingles import shingle_sets
+from .sketch import Estimate, Sketch, estimate, sketch_family
+from .supershingles import super_shingles
+
+__all__ = [
+    "DEFAULT_MAX_RECORD_BYTES",
+    "DEFAULT_SEED",
+    "BadRecordError",
+    "Estimate",
+    "Fingerprints",
+    "IncompatibleStateError",
+    "NeardupError",
+    "Page",
+    "PreparedDoc",
+    "Preparer",
+    "Settings",
+    "SettingsError",
+    "Sketch",
+    "SketchMismatchError",
+    "StateError",
+    "Tokenizer",
+    "candidate_probability",
+    "choose_bands",
+    "estimate",
+    "html_to_text",
+    "looks_like_html",
+    "normalise_fetched_at",
+    "page_from_json",
+    "page_from_mapping",
+    "shingle_sets",
+    "sketch_family",
+    "super_shingles",
+    "to_canonical_text",
+]

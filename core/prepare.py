@@ -1,0 +1,97 @@
+"""Stage 1 of the pipeline, pure and batched: pages to fingerprints, sketches, super-shingles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from ._hashing import U64, drop_repeats
+from .canonical import Tokenizer, to_canonical_text
+from .records import Page
+from .settings import Settings
+from .shingles import shingle_sets, top_bits
+from .sketch import Sketch
+from .supershingles import super_shingles
+
+__all__ = ["Fingerprints", "PreparedDoc", "Preparer"]
+
+_NO_SUPER_SHINGLES: U64 = np.zeros(0, dtype=np.uint64)
+_NO_SHINGLE_KEYS: npt.NDArray[np.uint32] = np.zeros(0, dtype=np.uint32)
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprints:
+    """The exact-match shortcuts, each 64 bits (``None`` where the document has no tokens).
+
+    * ``raw``: the content's UTF-8 bytes (identical documents);
+    * ``canonical``: the canonical token stream (lexically-equivalent documents: they differ
+      only in markup, case, punctuation or white space);
+    * ``shingle_set``: the set of shingles (shingle-equivalent documents).
+    """
+
+    raw: int
+    canonical: int | None
+    shingle_set: int | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PreparedDoc:
+    """Everything the later stages need to know about one page."""
+
+    page: Page
+    doc_id: int
+    fingerprints: Fingerprints
+    sketch: Sketch
+    #: b super-shingles, or none for a short document
+    super_shingles: U64
+    #: the high 32 bits of every shingle, for documents below ``Settings.short_index_limit``
+    shingle_keys: npt.NDArray[np.uint32]
+
+    @property
+    def shingle_count(self) -> int:
+        return self.sketch.shingle_count
+
+    @property
+    def is_short(self) -> bool:
+        return bool(len(self.super_shingles) == 0)
+
+
+class Preparer:
+    """Prepares batches of pages with one settings object (keeps its lookup tables warm)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._tokenizer = Tokenizer(settings.seed, settings.token_unit)
+
+    def prepare(self, pages: list[Page]) -> list[PreparedDoc]:
+        settings = self.settings
+        tokens = self._tokenizer.hash_batch(
+            [to_canonical_text(page.content, page.content_type) for page in pages]
+        )
+        sets = shingle_sets(tokens, settings.shingle_size, settings.seed)
+        bands = super_shingles(sets, settings)
+        prepared = []
+        for index, page in enumerate(pages):
+            shingles = sets[index]
+            count = len(shingles)
+            stream = tokens.of(index)
+            prepared.append(
+                PreparedDoc(
+                    page=page,
+                    doc_id=page.doc_id,
+                    fingerprints=Fingerprints(
+                        raw=xxhash.xxh3_64_intdigest(page.content.encode("utf-8")),
+                        canonical=xxhash.xxh3_64_intdigest(stream.tobytes()) if count else None,
+                        shingle_set=xxhash.xxh3_64_intdigest(shingles.tobytes()) if count else None,
+                    ),
+                    sketch=Sketch.from_shingles(shingles, settings),
+                    super_shingles=bands[index] if count >= settings.short_limit else _NO_SUPER_SHINGLES,
+                    shingle_keys=drop_repeats(top_bits(shingles))
+                    if 0 < count < settings.short_index_limit
+                    else _NO_SHINGLE_KEYS,
+                )
+            )
+        return prepared

@@ -1,0 +1,119 @@
+"""The input contract: one JSON object per page, checked and normalised without any I/O.
+
+    {"url": str, "content": str, "fetched_at": ISO-8601 str (optional),
+     "content_type": str (optional)}
+
+A page is identified by (url, fetched_at): delivering the same pair twice is one document.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import xxhash
+
+from .exceptions import BadRecordError
+
+__all__ = ["DEFAULT_MAX_RECORD_BYTES", "Page", "normalise_fetched_at", "page_from_json", "page_from_mapping"]
+
+#: Records larger than this go to the dead letters as ``too_large`` (override per run).
+DEFAULT_MAX_RECORD_BYTES = 8 * 1024 * 1024
+
+# Share of control characters above which content is taken for binary data.
+_MAX_CONTROL_SHARE = 0.01
+_CONTROL_CHARACTER = re.compile("[\x01-\x08\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A crawled page, validated. ``fetched_at`` is normalised to UTC (``...Z``) or empty."""
+
+    url: str
+    content: str
+    fetched_at: str = ""
+    content_type: str = ""
+
+    @property
+    def doc_id(self) -> int:
+        """64-bit document id: the same (url, fetched_at) always gives the same id."""
+        return xxhash.xxh3_64_intdigest(f"{self.url}\x1f{self.fetched_at}".encode())
+
+
+def normalise_fetched_at(value: str) -> str:
+    """ISO-8601 to a fixed-width UTC form whose string order is time order."""
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError as error:
+        raise BadRecordError(
+            "bad_fetched_at",
+            f"fetched_at {value[:64]!r} is not an ISO-8601 timestamp (e.g. 2026-01-31T12:00:00Z)",
+        ) from error
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _check_text(name: str, value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise BadRecordError("undecodable", f"{name} holds unpaired surrogates") from error
+    if "\x00" in value:
+        raise BadRecordError("binary_content", f"{name} holds NUL characters: binary data")
+    sample = value[:65536]
+    if _CONTROL_CHARACTER.search(sample) is None:
+        return
+    controls = len(_CONTROL_CHARACTER.findall(sample))
+    if controls / len(sample) > _MAX_CONTROL_SHARE:
+        raise BadRecordError("binary_content", f"{name} is mostly control characters: binary data")
+
+
+def page_from_mapping(record: Any) -> Page:
+    """A Page from a decoded JSON object, or BadRecordError saying why not."""
+    if not isinstance(record, dict):
+        raise BadRecordError("not_an_object", f"expected a JSON object, got {type(record).__name__}")
+    for name in ("url", "content"):
+        if name not in record:
+            raise BadRecordError("missing_field", f"the record has no {name!r} field")
+        if not isinstance(record[name], str):
+            raise BadRecordError(
+                "bad_field", f"{name!r} must be a string, not {type(record[name]).__name__}"
+            )
+    url, content = record["url"].strip(), record["content"]
+    if not url:
+        raise BadRecordError("bad_field", "'url' is empty")
+    _check_text("url", url)
+    _check_text("content", content)
+    fetched_at = record.get("fetched_at")
+    content_type = record.get("content_type")
+    if fetched_at is not None and not isinstance(fetched_at, str):
+        raise BadRecordError("bad_field", "'fetched_at' must be an ISO-8601 string")
+    if content_type is not None and not isinstance(content_type, str):
+        raise BadRecordError("bad_field", "'content_type' must be a string")
+    return Page(
+        url=url,
+        content=content,
+        fetched_at=normalise_fetched_at(fetched_at) if fetched_at else "",
+        content_type=(content_type or "").strip(),
+    )
+
+
+def page_from_json(line: bytes | str, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Page:
+    """A Page from one JSON Lines line or Kafka message value."""
+    size = len(line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line)
+    if size > max_bytes:
+        raise BadRecordError("too_large", f"the record has {size} bytes, over the limit of {max_bytes}")
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise BadRecordError("undecodable", f"the record is not UTF-8: {error}") from error
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise BadRecordError("not_json", f"the record is not JSON: {error}") from error
+    return page_from_mapping(record)

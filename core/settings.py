@@ -1,0 +1,196 @@
+"""Detection settings: one frozen dataclass, validated on construction, stored with the state."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .exceptions import SettingsError
+
+__all__ = ["DEFAULT_SEED", "Settings", "candidate_probability", "choose_bands"]
+
+#: The default seed ("neardup" in ASCII). Every hash constant is derived from the seed with
+#: splitmix64, so the same seed gives the same fingerprints, sketches and super-shingles on
+#: every machine and in every release that keeps ``SKETCH_FORMAT``.
+DEFAULT_SEED = 0x6E6561726475_70
+
+TokenUnit = Literal["word", "character"]
+
+
+def candidate_probability(resemblance: float, bands: int, rows: int) -> float:
+    """Probability that two documents of this resemblance share at least one super-shingle.
+
+    The S-curve of banding: 1 - (1 - J**rows)**bands.
+    """
+    return 1.0 - (1.0 - resemblance**rows) ** bands
+
+
+def choose_bands(num_bins: int, threshold: float, max_false_negative: float) -> tuple[int, int]:
+    """Pick (bands, rows) for a threshold: the most rows (fewest spurious candidates) whose
+    false-negative probability at the threshold stays within ``max_false_negative``."""
+    for rows in range(num_bins, 0, -1):
+        bands = num_bins // rows
+        if 1.0 - candidate_probability(threshold, bands, rows) <= max_false_negative:
+            return bands, rows
+    return num_bins, 1
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise SettingsError(message)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How documents are reduced to sketches and when two of them are near-duplicates.
+
+    Every field except ``posting_cap`` shapes what is stored, so a state directory keeps the
+    settings it was built with and refuses to be reopened with other ones.
+    """
+
+    #: w, the number of tokens in a shingle. Broder used 10; 5 suits shorter web pages.
+    shingle_size: int = 5
+    #: "word" (maximal runs of letters/digits) or "character" (each letter/digit; for scripts
+    #: written without spaces).
+    token_unit: TokenUnit = "word"
+    #: Resemblance at or above which two documents are joined into one cluster.
+    threshold: float = 0.5
+    #: s, the size of the bottom-s (MIN_s) sample of shingle fingerprints kept per document.
+    #: Resemblance is estimated with standard deviation about sqrt(J(1-J)/s); documents with at
+    #: most s shingles keep their whole set, so they are compared exactly.
+    sample_size: int = 256
+    #: k, the number of one-permutation min-hash bins that super-shingles are cut from.
+    num_bins: int = 128
+    #: b and r of the banding; ``None`` chooses them from the threshold (see ``choose_bands``).
+    bands: int | None = None
+    rows: int | None = None
+    #: The largest false-negative probability at the threshold that ``choose_bands`` accepts.
+    max_false_negative: float = 0.05
+    #: Documents with fewer shingles than this are "short": they skip super-shingles and are
+    #: found through an index of their individual shingles instead.
+    short_limit: int = 100
+    #: A posting list (super-shingle or short-document shingle) stops growing at this many
+    #: documents and its key is recorded as a stop key (Broder's "very common shingles").
+    posting_cap: int = 1000
+    #: Seed of every hash; see ``DEFAULT_SEED``.
+    seed: int = DEFAULT_SEED
+    _bands_rows: tuple[int, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _require(
+            isinstance(self.shingle_size, int) and 1 <= self.shingle_size <= 64,
+            f"shingle_size={self.shingle_size!r} is out of range: use an integer from 1 to 64 "
+            "(5 is the default, Broder used 10)",
+        )
+        _require(
+            self.token_unit in ("word", "character"),
+            f"token_unit={self.token_unit!r} is unknown: use 'word' or 'character'",
+        )
+        _require(
+            isinstance(self.threshold, (int, float)) and 0.0 < self.threshold <= 1.0,
+            f"threshold={self.threshold!r} is out of range: use a resemblance in (0, 1], "
+            "such as 0.5",
+        )
+        _require(
+            isinstance(self.sample_size, int) and 16 <= self.sample_size <= 65536,
+            f"sample_size={self.sample_size!r} is out of range: use an integer from 16 to 65536 "
+            "(256 gives a standard deviation of about 0.03 at resemblance 0.5)",
+        )
+        _require(
+            isinstance(self.num_bins, int)
+            and 8 <= self.num_bins <= 4096
+            and self.num_bins & (self.num_bins - 1) == 0,
+            f"num_bins={self.num_bins!r} is not a power of two from 8 to 4096: use 128, 256 ...",
+        )
+        _require(
+            isinstance(self.max_false_negative, float) and 0.0 < self.max_false_negative < 1.0,
+            f"max_false_negative={self.max_false_negative!r} is out of range: use a probability "
+            "in (0, 1), such as 0.05",
+        )
+        _require(
+            isinstance(self.short_limit, int) and 1 <= self.short_limit <= self.sample_size,
+            f"short_limit={self.short_limit!r} is out of range: use an integer from 1 to "
+            f"sample_size ({self.sample_size}) so that short documents are compared exactly",
+        )
+        _require(
+            isinstance(self.posting_cap, int) and self.posting_cap >= 2,
+            f"posting_cap={self.posting_cap!r} is too small: use an integer of at least 2",
+        )
+        _require(
+            isinstance(self.seed, int) and 0 <= self.seed < 2**64,
+            f"seed={self.seed!r} is out of range: use an integer from 0 to 2**64 - 1",
+        )
+        if self.bands is None and self.rows is None:
+            chosen = choose_bands(self.num_bins, float(self.threshold), self.max_false_negative)
+        else:
+            _require(
+                isinstance(self.bands, int)
+                and isinstance(self.rows, int)
+                and self.bands >= 1
+                and self.rows >= 1
+                and self.bands * self.rows <= self.num_bins,
+                f"bands={self.bands!r}, rows={self.rows!r} do not fit: give both, as positive "
+                f"integers with bands * rows <= num_bins ({self.num_bins}), or neither to "
+                "choose them from the threshold",
+            )
+            assert self.bands is not None and self.rows is not None
+            chosen = (self.bands, self.rows)
+        object.__setattr__(self, "_bands_rows", chosen)
+
+    @property
+    def band_count(self) -> int:
+        """b, the number of super-shingles per (non-short) document."""
+        return self._bands_rows[0]
+
+    @property
+    def rows_per_band(self) -> int:
+        """r, the number of min-hash bins combined into one super-shingle."""
+        return self._bands_rows[1]
+
+    @property
+    def short_index_limit(self) -> int:
+        """Documents with fewer shingles than this use the short-document shingle index.
+
+        A document of n shingles can reach resemblance T only with documents of at least
+        T*n and at most n/T shingles, so every document that a short one may resemble lies
+        below short_limit / T.
+        """
+        return math.ceil(self.short_limit / self.threshold)
+
+    def false_negative_probability(self, resemblance: float) -> float:
+        """Probability that a pair of this resemblance is never proposed as a candidate."""
+        return 1.0 - candidate_probability(resemblance, self.band_count, self.rows_per_band)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> str:
+        """The fields as JSON, with the bands actually used."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        data["bands"], data["rows"] = self._bands_rows
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise SettingsError(f"stored settings {text!r} are not a JSON object")
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise SettingsError(f"stored settings have unknown fields {unknown}: upgrade neardup")
+        return cls(**data)
+
+    def incompatibilities(self, other: Settings) -> list[str]:
+        """The fields that make state built with ``other`` unusable with these settings."""
+        mine = json.loads(self.to_json())
+        theirs = json.loads(other.to_json())
+        return [
+            f"{name}: stored {theirs[name]!r}, requested {mine[name]!r}"
+            for name in sorted(mine)
+            if name not in ("posting_cap", "max_false_negative") and mine[name] != theirs[name]
+        ]

@@ -1,0 +1,35 @@
+"""neardup.state: the detector's memory, over a key-value store (in memory or RocksDB)."""
+
+from .clusters import Clusters
+from .codec import ClusterInfo, DocRecord, Postings
+from .documents import Documents, FingerprintKind, FingerprintTable, UrlHistory
+from .memory import MemoryStore
+from .meta import FORMAT_VERSION, Counters, check_or_store_settings
+from .postings import PostingIndex
+from .rocksdb import RocksDBStore
+from .state import State, StateView
+from .store import TABLES, Changes, Store
+from .transaction import Transaction
+
+__all__ = [
+    "FORMAT_VERSION",
+    "TABLES",
+    "Changes",
+    "ClusterInfo",
+    "Clusters",
+    "Counters",
+    "DocRecord",
+    "Documents",
+    "FingerprintKind",
+    "FingerprintTable",
+    "MemoryStore",
+    "PostingIndex",
+    "Postings",
+    "RocksDBStore",
+    "State",
+    "StateView",
+    "Store",
+    "Transaction",
+    "UrlHistory",
+    "check_or_store_settings",
+]

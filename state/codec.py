@@ -1,0 +1,141 @@
+"""How stored values are laid out in bytes. Every layout starts with its format version."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from neardup.core import StateError
+
+__all__ = [
+    "ClusterInfo",
+    "DocRecord",
+    "Postings",
+    "decode_id",
+    "decode_ids",
+    "encode_id",
+    "encode_ids",
+    "fetched_at_from_micros",
+    "fetched_at_to_micros",
+]
+
+_ID = struct.Struct(">Q")  # big-endian, so that keys sort by id
+_DOC_HEAD = struct.Struct("<BBqIQH")  # version, flags, fetched_at micros, shingle count, duplicate of, url length
+_CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
+_POSTINGS_HEAD = struct.Struct("<BBQ")  # version, flags, times requested
+_VERSION = 1
+_NO_TIME = -(2**63)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def encode_id(doc_id: int) -> bytes:
+    return _ID.pack(doc_id)
+
+
+def decode_id(raw: bytes) -> int:
+    value: int = _ID.unpack(raw)[0]
+    return value
+
+
+def encode_ids(doc_ids: npt.NDArray[np.uint64]) -> bytes:
+    return doc_ids.astype(">u8").tobytes()
+
+
+def decode_ids(raw: bytes) -> npt.NDArray[np.uint64]:
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+
+
+def fetched_at_to_micros(fetched_at: str) -> int:
+    """Normalised fetched_at ('...Z' or '') to microseconds since 1970 (a sentinel for '')."""
+    if not fetched_at:
+        return _NO_TIME
+    moment = datetime.strptime(fetched_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    delta = moment - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def fetched_at_from_micros(micros: int) -> str:
+    if micros == _NO_TIME:
+        return ""
+    seconds, rest = divmod(micros, 1_000_000)
+    moment = datetime.fromtimestamp(seconds, tz=UTC).replace(microsecond=rest)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _check_version(raw: bytes, what: str) -> None:
+    if not raw or raw[0] != _VERSION:
+        raise StateError(f"a stored {what} has format {raw[:1]!r}, expected {_VERSION}: "
+                         "the state was written by another neardup version")
+
+
+@dataclass(frozen=True, slots=True)
+class DocRecord:
+    """A stored document. Exact and canonical twins keep no sketch: ``duplicate_of`` names the
+    document whose sketch they share."""
+
+    url: str
+    fetched_at: str
+    shingle_count: int
+    sketch: npt.NDArray[np.uint32]
+    duplicate_of: int = 0
+
+    def encode(self) -> bytes:
+        url = self.url.encode("utf-8")
+        head = _DOC_HEAD.pack(
+            _VERSION,
+            1 if self.duplicate_of else 0,
+            fetched_at_to_micros(self.fetched_at),
+            self.shingle_count,
+            self.duplicate_of,
+            len(url),
+        )
+        return head + url + self.sketch.astype("<u4").tobytes()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> DocRecord:
+        _check_version(raw, "document")
+        _, _, micros, count, duplicate_of, url_length = _DOC_HEAD.unpack_from(raw)
+        start = _DOC_HEAD.size
+        url = raw[start : start + url_length].decode("utf-8")
+        sketch = np.frombuffer(raw, dtype="<u4", offset=start + url_length).astype(np.uint32)
+        return cls(url, fetched_at_from_micros(micros), count, sketch, duplicate_of)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """What a cluster root keeps: the cluster's size and the root's fetched_at (its age)."""
+
+    size: int
+    fetched_at: str
+
+    def encode(self) -> bytes:
+        return _CLUSTER.pack(_VERSION, self.size, fetched_at_to_micros(self.fetched_at))
+
+    @classmethod
+    def decode(cls, raw: bytes) -> ClusterInfo:
+        _check_version(raw, "cluster")
+        _, size, micros = _CLUSTER.unpack(raw)
+        return cls(size, fetched_at_from_micros(micros))
+
+
+@dataclass(frozen=True, slots=True)
+class Postings:
+    """A posting list, or a stop key (too common: its documents are no longer kept)."""
+
+    doc_ids: npt.NDArray[np.uint64]
+    stopped: bool
+    requests: int  # how many documents have carried this key
+
+    def encode(self) -> bytes:
+        head = _POSTINGS_HEAD.pack(_VERSION, 1 if self.stopped else 0, self.requests)
+        return head + encode_ids(self.doc_ids)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Postings:
+        _check_version(raw, "posting list")
+        _, flags, requests = _POSTINGS_HEAD.unpack_from(raw)
+        return cls(decode_ids(raw[_POSTINGS_HEAD.size :]), bool(flags & 1), requests)

@@ -1,0 +1,97 @@
+"""Documents, the exact-match fingerprint table and URL history."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from enum import IntEnum
+
+from .codec import DocRecord, decode_id, encode_id, fetched_at_from_micros, fetched_at_to_micros
+from .transaction import Transaction
+
+__all__ = ["Documents", "FingerprintKind", "FingerprintTable", "UrlHistory"]
+
+_VERSION_ENTRY = struct.Struct(">qQ")  # fetched_at micros, doc id
+
+
+class Documents:
+    """doc id -> DocRecord."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    def get(self, doc_id: int) -> DocRecord | None:
+        raw = self._tx.get("docs", encode_id(doc_id))
+        return None if raw is None else DocRecord.decode(raw)
+
+    def prefetch(self, doc_ids: Iterable[int]) -> None:
+        self._tx.prefetch("docs", [encode_id(doc_id) for doc_id in doc_ids])
+
+    def exists(self, doc_id: int) -> bool:
+        return self._tx.get("docs", encode_id(doc_id)) is not None
+
+    def put(self, doc_id: int, record: DocRecord) -> None:
+        self._tx.put("docs", encode_id(doc_id), record.encode())
+
+    def sketch_owner(self, doc_id: int) -> tuple[int, DocRecord] | None:
+        """The document whose sketch stands for this one (itself, or the twin it copies)."""
+        record = self.get(doc_id)
+        if record is not None and record.duplicate_of:
+            doc_id, record = record.duplicate_of, self.get(record.duplicate_of)
+        return None if record is None else (doc_id, record)
+
+    def scan(self) -> Iterator[tuple[int, DocRecord]]:
+        """Every stored document (committed state only), by id."""
+        for key, raw in self._tx.store.items("docs"):
+            yield decode_id(key), DocRecord.decode(raw)
+
+
+class FingerprintKind(IntEnum):
+    RAW = 1
+    CANONICAL = 2
+    SHINGLE_SET = 3
+
+
+class FingerprintTable:
+    """(kind, 64-bit fingerprint) -> the first document that had it."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    @staticmethod
+    def key(kind: FingerprintKind, fingerprint: int) -> bytes:
+        return bytes([kind]) + encode_id(fingerprint)
+
+    def prefetch(self, keys: Iterable[bytes]) -> None:
+        self._tx.prefetch("fingerprints", keys)
+
+    def lookup(self, kind: FingerprintKind, fingerprint: int) -> int | None:
+        raw = self._tx.get("fingerprints", self.key(kind, fingerprint))
+        return None if raw is None else decode_id(raw)
+
+    def register(self, kind: FingerprintKind, fingerprint: int, doc_id: int) -> None:
+        self._tx.put("fingerprints", self.key(kind, fingerprint), encode_id(doc_id))
+
+
+class UrlHistory:
+    """url -> every (fetched_at, doc id) seen for it, oldest first."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    def versions(self, url: str) -> list[tuple[str, int]]:
+        raw = self._tx.get("urls", url.encode("utf-8"))
+        if raw is None:
+            return []
+        return [
+            (fetched_at_from_micros(micros), doc_id)
+            for micros, doc_id in _VERSION_ENTRY.iter_unpack(raw)
+        ]
+
+    def add(self, url: str, fetched_at: str, doc_id: int) -> None:
+        key = url.encode("utf-8")
+        entries = sorted(
+            {(fetched_at_to_micros(f), d) for f, d in self.versions(url)}
+            | {(fetched_at_to_micros(fetched_at), doc_id)}
+        )
+        self._tx.put("urls", key, b"".join(_VERSION_ENTRY.pack(m, d) for m, d in entries))

@@ -1,0 +1,45 @@
+"""The in-memory backend: for tests, queries on throw-away state, and small runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from .store import TABLES, Changes, Store
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(Store):
+    def __init__(self) -> None:
+        self._tables: dict[str, dict[bytes, bytes]] | None = {name: {} for name in TABLES}
+
+    def _table(self, table: str) -> dict[bytes, bytes]:
+        if self._tables is None:
+            raise RuntimeError("the store is closed")
+        self.check_table(table)
+        return self._tables[table]
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        return self._table(table).get(key)
+
+    def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
+        values = self._table(table)
+        return [values.get(key) for key in keys]
+
+    def items(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        values = self._table(table)
+        for key in sorted(values):
+            yield key, values[key]
+
+    def write(self, changes: Changes) -> None:
+        tables = {name: self._table(name) for name in changes}  # check every name first
+        for name, updates in changes.items():
+            target = tables[name]
+            for key, value in updates.items():
+                if value is None:
+                    target.pop(key, None)
+                else:
+                    target[key] = bytes(value)
+
+    def close(self) -> None:
+        self._tables = None

@@ -1,0 +1,60 @@
+"""The state's own description: format version, the settings it was built with, counters."""
+
+from __future__ import annotations
+
+from neardup.core import IncompatibleStateError, Settings, StateError
+
+from .store import Store
+from .transaction import Transaction
+
+__all__ = ["FORMAT_VERSION", "Counters", "check_or_store_settings"]
+
+#: Bumped whenever a stored layout changes incompatibly.
+FORMAT_VERSION = 1
+
+
+def check_or_store_settings(store: Store, settings: Settings | None) -> Settings:
+    """The settings to use: the stored ones, checked against ``settings`` if given.
+
+    A new state stores ``settings`` (or the defaults). Reopening with incompatible settings
+    raises IncompatibleStateError naming every differing field.
+    """
+    version = store.get("meta", b"format")
+    stored = store.get("meta", b"settings")
+    if stored is None:
+        chosen = settings or Settings()
+        store.write({"meta": {b"format": str(FORMAT_VERSION).encode(), b"settings": chosen.to_json().encode()}})
+        return chosen
+    if version is None or int(version) != FORMAT_VERSION:
+        raise StateError(
+            f"the state has format {version!r}, this neardup reads format {FORMAT_VERSION}: "
+            "rebuild the state with this version"
+        )
+    existing = Settings.from_json(stored.decode())
+    if settings is not None:
+        differences = settings.incompatibilities(existing)
+        if differences:
+            raise IncompatibleStateError(
+                "the state was built with other settings ("
+                + "; ".join(differences)
+                + "): use the stored settings (omit the options) or a new state directory"
+            )
+        if settings.posting_cap != existing.posting_cap:
+            store.write({"meta": {b"settings": settings.to_json().encode()}})
+            return settings
+    return existing
+
+
+class Counters:
+    """Named monotonic counters kept in the meta table, updated inside transactions."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    def get(self, name: str) -> int:
+        raw = self._tx.get("meta", b"count:" + name.encode())
+        return 0 if raw is None else int.from_bytes(raw, "big")
+
+    def add(self, name: str, amount: int = 1) -> None:
+        if amount:
+            self._tx.put("meta", b"count:" + name.encode(), (self.get(name) + amount).to_bytes(8, "big"))

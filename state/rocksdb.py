@@ -1,0 +1,90 @@
+"""The RocksDB backend (rocksdict): one column family per table, atomic WriteBatch writes."""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rocksdict import DBCompressionType, Options, Rdict, WriteBatch
+
+from neardup.core import StateError
+
+from .store import TABLES, Changes, Store
+
+__all__ = ["RocksDBStore"]
+
+
+def _options() -> Any:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    options.set_compression_type(DBCompressionType.lz4())
+    return options
+
+
+class RocksDBStore(Store):
+    """State in a RocksDB directory; a second process opening the same directory is refused."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db: Any = Rdict(
+                str(self.path), _options(), column_families={name: _options() for name in TABLES}
+            )
+        except Exception as error:
+            raise StateError(f"cannot open the state in {self.path}: {error}") from error
+        self._families = {name: self._db.get_column_family(name) for name in TABLES}
+        self._handles = {name: self._db.get_column_family_handle(name) for name in TABLES}
+
+    def _family(self, table: str) -> Any:
+        if self._db is None:
+            raise RuntimeError("the store is closed")
+        self.check_table(table)
+        return self._families[table]
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        value = self._family(table).get(key)
+        return None if value is None else bytes(value)
+
+    def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
+        if not keys:
+            return []
+        return list(self._family(table)[list(keys)])
+
+    def items(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        for key, value in self._family(table).items():
+            yield bytes(key), bytes(value)
+
+    def write(self, changes: Changes) -> None:
+        for name in changes:
+            self._family(name)
+        batch = WriteBatch(raw_mode=True)
+        for name, updates in changes.items():
+            handle = self._handles[name]
+            for key, value in updates.items():
+                if value is None:
+                    batch.delete(key, handle)
+                else:
+                    batch.put(key, value, handle)
+        if len(batch):
+            self._db.write(batch)
+
+    def disk_bytes(self) -> int:
+        if self._db is not None:
+            self._db.flush()
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+
+    def close(self) -> None:
+        if self._db is None:
+            return
+        for family in self._families.values():
+            family.close()
+        self._families.clear()
+        self._handles.clear()
+        self._db.close()
+        self._db = None
+        gc.collect()  # rocksdict releases the directory lock only when the handles are freed

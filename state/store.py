@@ -1,0 +1,73 @@
+"""The Store interface: named tables of byte keys and byte values, written atomically.
+
+Two backends implement it, ``MemoryStore`` and ``RocksDBStore``, and one contract suite
+(tests/state/test_store_contract.py) runs over both.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Mapping, Sequence
+from types import TracebackType
+
+__all__ = ["TABLES", "Changes", "Store"]
+
+#: Every table of the state. Adding one is a format change (see ``state.meta``).
+TABLES = (
+    "meta",  # settings, format version, counters
+    "docs",  # doc id -> DocRecord
+    "fingerprints",  # kind + 64-bit fingerprint -> doc id (exact shortcuts)
+    "supershingles",  # super-shingle -> posting list of doc ids
+    "shingles",  # short-document shingle -> posting list of doc ids
+    "stopkeys",  # index name + key -> how many documents asked for it
+    "parents",  # doc id -> parent doc id (union-find; roots have none)
+    "clusters",  # root doc id -> ClusterInfo (clusters of two or more)
+    "urls",  # url -> every (fetched_at, doc id) seen for it
+)
+
+#: table -> key -> new value, or None to delete the key
+Changes = Mapping[str, Mapping[bytes, bytes | None]]
+
+
+class Store(abc.ABC):
+    """Named tables of bytes -> bytes. Reads see every completed ``write``."""
+
+    @abc.abstractmethod
+    def get(self, table: str, key: bytes) -> bytes | None:
+        """The value of one key, or None."""
+
+    @abc.abstractmethod
+    def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
+        """The values of many keys, in order (one batched read where the backend has one)."""
+
+    @abc.abstractmethod
+    def items(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        """Every key and value of a table, in ascending key order."""
+
+    @abc.abstractmethod
+    def write(self, changes: Changes) -> None:
+        """Apply puts and deletes over several tables, all or nothing."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the store; further use is an error."""
+
+    def disk_bytes(self) -> int:
+        """Bytes the store occupies on disk (0 for memory)."""
+        return 0
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @staticmethod
+    def check_table(table: str) -> None:
+        if table not in TABLES:
+            raise KeyError(f"unknown table {table!r}: the tables are {', '.join(TABLES)}")

@@ -1,0 +1,67 @@
+"""A transaction: reads see the store plus this transaction's own writes; commit is atomic.
+
+The pipeline processes a batch of pages in one transaction, so a crash leaves either the whole
+batch or none of it. ``prefetch`` turns the many point reads of a batch into a few batched
+reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .store import Store
+
+__all__ = ["Transaction"]
+
+_MISSING = b""  # cached "absent" marker; stored values are never empty
+
+
+class Transaction:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pending: dict[str, dict[bytes, bytes | None]] = {}
+        self._cache: dict[str, dict[bytes, bytes]] = {}
+
+    def prefetch(self, table: str, keys: Iterable[bytes]) -> None:
+        cache = self._cache.setdefault(table, {})
+        pending = self._pending.get(table, {})
+        wanted = list({key for key in keys if key not in cache and key not in pending})
+        for key, value in zip(wanted, self.store.get_many(table, wanted), strict=True):
+            cache[key] = _MISSING if value is None else value
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        pending = self._pending.get(table)
+        if pending is not None and key in pending:
+            return pending[key]
+        cache = self._cache.setdefault(table, {})
+        value = cache.get(key)
+        if value is None:
+            stored = self.store.get(table, key)
+            value = cache[key] = _MISSING if stored is None else stored
+        return None if value is _MISSING or not value else value
+
+    def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
+        self.prefetch(table, keys)
+        return [self.get(table, key) for key in keys]
+
+    def put(self, table: str, key: bytes, value: bytes) -> None:
+        if not value:
+            raise ValueError("stored values must not be empty")
+        self._pending.setdefault(table, {})[key] = value
+
+    def delete(self, table: str, key: bytes) -> None:
+        self._pending.setdefault(table, {})[key] = None
+
+    @property
+    def pending_writes(self) -> int:
+        return sum(len(changes) for changes in self._pending.values())
+
+    def commit(self) -> None:
+        if self._pending:
+            self.store.write(self._pending)
+        self._pending = {}
+        self._cache = {}
+
+    def rollback(self) -> None:
+        self._pending = {}
+        self._cache = {}

@@ -1,0 +1,86 @@
+"""Events, schema version 1 (documented in docs/events.md).
+
+Each event is one JSON object with ``schema``, ``type`` and a deterministic ``id``: the same
+input always produces the same ids, so a consumer can drop repeats after a replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import xxhash
+
+__all__ = ["SCHEMA_VERSION", "ClusterMerged", "DocRef", "Duplicate", "Event", "format_id"]
+
+SCHEMA_VERSION = 1
+
+
+def format_id(value: int) -> str:
+    """Ids are 64-bit; they travel as 16 hex digits (JSON numbers lose precision past 2**53)."""
+    return f"{value:016x}"
+
+
+def _event_id(*parts: object) -> str:
+    return format_id(xxhash.xxh3_64_intdigest("\x1f".join(map(str, parts)).encode()))
+
+
+@dataclass(frozen=True, slots=True)
+class DocRef:
+    doc_id: int
+    url: str
+    fetched_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": format_id(self.doc_id), "url": self.url, "fetched_at": self.fetched_at or None}
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """A new document resembles a known one at or above the threshold and joined its cluster."""
+
+    doc: DocRef
+    match: DocRef
+    method: str  # exact | canonical | shingle | near
+    resemblance: float
+    containment: float
+    cluster: int
+    cluster_size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "type": "duplicate",
+            "id": _event_id("duplicate", self.doc.doc_id),
+            "doc": self.doc.to_json(),
+            "match": self.match.to_json(),
+            "method": self.method,
+            "resemblance": round(self.resemblance, 4),
+            "containment": round(self.containment, 4),
+            "cluster": format_id(self.cluster),
+            "cluster_size": self.cluster_size,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterMerged:
+    """Two clusters became one through ``doc``; the older keeps its id, ``retired`` is gone."""
+
+    cluster: int
+    retired: int
+    size: int
+    doc: DocRef
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "type": "cluster_merged",
+            "id": _event_id("cluster_merged", self.cluster, self.retired),
+            "cluster": format_id(self.cluster),
+            "retired": format_id(self.retired),
+            "size": self.size,
+            "doc": self.doc.to_json(),
+        }
+
+
+Event = Duplicate | ClusterMerged

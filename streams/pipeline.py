@@ -1,0 +1,186 @@
+"""The detection stages after ``prepare``: exact shortcuts, candidates, verification, union.
+
+``ingest`` runs them for one prepared document against a StateView; ``Detector`` runs a whole
+batch of pages in one transaction. The Kafka topology calls the same functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neardup.core import Estimate, Page, PreparedDoc, Preparer, Settings, Sketch, estimate, sketch_family
+from neardup.state import DocRecord, FingerprintKind, State, StateView
+
+from .events import ClusterMerged, DocRef, Duplicate, Event
+
+__all__ = ["BatchResult", "Detector", "Match", "find_similar", "ingest", "stored_sketch"]
+
+_EXACT_METHODS = (
+    (FingerprintKind.RAW, "exact"),
+    (FingerprintKind.CANONICAL, "canonical"),
+    (FingerprintKind.SHINGLE_SET, "shingle"),
+)
+
+
+def _fingerprint_of(doc: PreparedDoc, kind: FingerprintKind) -> int | None:
+    prints = doc.fingerprints
+    return {FingerprintKind.RAW: prints.raw, FingerprintKind.CANONICAL: prints.canonical,
+            FingerprintKind.SHINGLE_SET: prints.shingle_set}[kind]
+
+
+def stored_sketch(record: DocRecord, settings: Settings) -> Sketch:
+    return Sketch(record.sketch, record.shingle_count, settings.sample_size, sketch_family(settings))
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A known document that resembles the one asked about."""
+
+    doc: DocRef
+    method: str
+    estimate: Estimate
+    cluster: int
+
+
+def _ref(doc_id: int, record: DocRecord) -> DocRef:
+    return DocRef(doc_id, record.url, record.fetched_at)
+
+
+def _exact_twin(view: StateView, doc: PreparedDoc) -> tuple[int, str] | None:
+    for kind, method in _EXACT_METHODS:
+        fingerprint = _fingerprint_of(doc, kind)
+        if fingerprint is not None and (twin := view.fingerprints.lookup(kind, fingerprint)) is not None:
+            return twin, method
+    return None
+
+
+def _index_keys(doc: PreparedDoc) -> tuple[list[bytes], list[bytes]]:
+    return (
+        [key.to_bytes(8, "big") for key in doc.super_shingles.tolist()],
+        [key.to_bytes(4, "big") for key in doc.shingle_keys.tolist()],
+    )
+
+
+def _verify(
+    view: StateView, doc: PreparedDoc, candidates: set[int], settings: Settings, floor: float
+) -> list[Match]:
+    ordered = sorted(candidates - {doc.doc_id})
+    view.documents.prefetch(ordered)
+    matches = []
+    for candidate in ordered:
+        record = view.documents.get(candidate)
+        if record is None or record.duplicate_of:
+            continue
+        found = estimate(doc.sketch, stored_sketch(record, settings))
+        if found.resemblance >= floor:
+            matches.append(Match(_ref(candidate, record), "near", found, candidate))
+    return matches
+
+
+def ingest(view: StateView, doc: PreparedDoc, settings: Settings) -> list[Event]:
+    """Add one prepared document to the state; the events it causes, in order."""
+    docs = view.documents
+    if docs.exists(doc.doc_id):
+        view.counters.add("repeats")
+        return []
+    page = doc.page
+    me = DocRef(doc.doc_id, page.url, page.fetched_at)
+    view.urls.add(page.url, page.fetched_at, doc.doc_id)
+    view.counters.add("documents")
+    twin = _exact_twin(view, doc)
+    for kind, _ in _EXACT_METHODS:
+        fingerprint = _fingerprint_of(doc, kind)
+        if fingerprint is not None and view.fingerprints.lookup(kind, fingerprint) is None:
+            view.fingerprints.register(kind, fingerprint, doc.doc_id)
+    if twin is not None:
+        twin_id, method = twin
+        owner = docs.sketch_owner(twin_id)
+        assert owner is not None, "a fingerprint points at a missing document"
+        owner_id, owner_record = owner
+        docs.put(doc.doc_id, DocRecord(page.url, page.fetched_at, doc.shingle_count,
+                                       np.zeros(0, np.uint32), duplicate_of=owner_id))
+        twin_record = docs.get(twin_id)
+        assert twin_record is not None
+        exact = Estimate(1.0, 1.0, 1.0, True)
+        return _join(view, me, [Match(_ref(twin_id, twin_record), method, exact, twin_id)])
+
+    super_keys, shingle_keys = _index_keys(doc)
+    candidates = view.super_shingles.add(super_keys, doc.doc_id) if super_keys else set()
+    if shingle_keys:
+        candidates |= view.short_shingles.add(shingle_keys, doc.doc_id)
+    matches = _verify(view, doc, candidates, settings, settings.threshold)
+    docs.put(doc.doc_id, DocRecord(page.url, page.fetched_at, doc.shingle_count, doc.sketch.values))
+    return _join(view, me, matches) if matches else []
+
+
+def _join(view: StateView, me: DocRef, matches: list[Match]) -> list[Event]:
+    """Union the new document with every match; the oldest matched cluster keeps its id."""
+    clusters = view.clusters
+    roots = {clusters.find(match.cluster) for match in matches}
+    ordered = sorted(roots, key=clusters.age)
+    survivor = ordered[0]
+    size = clusters.merge(survivor, me.doc_id)
+    best = max(matches, key=lambda m: (m.estimate.resemblance, m.estimate.containment, -m.doc.doc_id))
+    merged: list[Event] = []
+    for retired in ordered[1:]:
+        size = clusters.merge(survivor, retired)
+        merged.append(ClusterMerged(survivor, retired, size, me))
+    view.counters.add("duplicates")
+    duplicate = Duplicate(me, best.doc, best.method, best.estimate.resemblance,
+                          best.estimate.containment, survivor, size)
+    return [duplicate, *merged]
+
+
+def find_similar(view: StateView, doc: PreparedDoc, settings: Settings, floor: float = 0.0) -> list[Match]:
+    """Known documents resembling ``doc``, best first, without changing the state.
+
+    Candidates come from the same indexes as ingestion (exact fingerprints, super-shingles,
+    short-document shingles); each is verified, and those with resemblance or containment
+    (either way) of at least ``floor`` are returned.
+    """
+    matches: dict[int, Match] = {}
+    twin = _exact_twin(view, doc)
+    if twin is not None:
+        owner = view.documents.sketch_owner(twin[0])
+        record = view.documents.get(twin[0])
+        if owner is not None and record is not None and twin[0] != doc.doc_id:
+            matches[twin[0]] = Match(_ref(twin[0], record), twin[1], Estimate(1.0, 1.0, 1.0, True),
+                                     view.clusters.find(twin[0]))
+    super_keys, shingle_keys = _index_keys(doc)
+    candidates = view.super_shingles.candidates(super_keys) | view.short_shingles.candidates(shingle_keys)
+    for match in _verify(view, doc, candidates, settings, 0.0):
+        e = match.estimate
+        if match.doc.doc_id not in matches and max(e.resemblance, e.containment, e.containment_reverse) >= floor:
+            matches[match.doc.doc_id] = Match(match.doc, match.method, e, view.clusters.find(match.doc.doc_id))
+    return sorted(matches.values(), key=lambda m: (-m.estimate.resemblance, -m.estimate.containment, m.doc.doc_id))
+
+
+@dataclass(slots=True)
+class BatchResult:
+    events: list[Event] = field(default_factory=list)
+    documents: int = 0
+    repeats: int = 0
+
+
+class Detector:
+    """The embedded detector: batches of pages in, events out, one transaction per batch."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.settings = state.settings
+        self.preparer = Preparer(state.settings)
+
+    def process(self, pages: list[Page]) -> BatchResult:
+        prepared = self.preparer.prepare(pages)
+        view = self.state.view()
+        view.documents.prefetch(doc.doc_id for doc in prepared)
+        result = BatchResult()
+        before = view.counters.get("repeats")
+        for doc in prepared:
+            result.events.extend(ingest(view, doc, self.settings))
+        result.repeats = view.counters.get("repeats") - before
+        result.documents = len(prepared) - result.repeats
+        view.commit()
+        return result
