@@ -13,7 +13,13 @@ from .exceptions import (
     StateError,
 )
 from .prepare import Fingerprints, PreparedDoc, Preparer
-from .records import DEFAULT_MAX_RECORD_BYTES, Page, normalise_fetched_at, page_from_json, page_from_mapping
+from .records import (
+    DEFAULT_MAX_RECORD_BYTES,
+    Page,
+    normalise_fetched_at,
+    page_from_json,
+    page_from_mapping,
+)
 from .settings import DEFAULT_SEED, Settings, candidate_probability, choose_bands
 from .shingles import shingle_sets
 from .sketch import Estimate, Sketch, estimate, sketch_family

@@ -88,7 +88,9 @@ class Preparer:
                         shingle_set=xxhash.xxh3_64_intdigest(shingles.tobytes()) if count else None,
                     ),
                     sketch=Sketch.from_shingles(shingles, settings),
-                    super_shingles=bands[index] if count >= settings.short_limit else _NO_SUPER_SHINGLES,
+                    super_shingles=bands[index]
+                    if count >= settings.short_limit
+                    else _NO_SUPER_SHINGLES,
                     shingle_keys=drop_repeats(top_bits(shingles))
                     if 0 < count < settings.short_index_limit
                     else _NO_SHINGLE_KEYS,

@@ -18,7 +18,13 @@ import xxhash
 
 from .exceptions import BadRecordError
 
-__all__ = ["DEFAULT_MAX_RECORD_BYTES", "Page", "normalise_fetched_at", "page_from_json", "page_from_mapping"]
+__all__ = [
+    "DEFAULT_MAX_RECORD_BYTES",
+    "Page",
+    "normalise_fetched_at",
+    "page_from_json",
+    "page_from_mapping",
+]
 
 #: Records larger than this go to the dead letters as ``too_large`` (override per run).
 DEFAULT_MAX_RECORD_BYTES = 8 * 1024 * 1024
@@ -75,7 +81,9 @@ def _check_text(name: str, value: str) -> None:
 def page_from_mapping(record: Any) -> Page:
     """A Page from a decoded JSON object, or BadRecordError saying why not."""
     if not isinstance(record, dict):
-        raise BadRecordError("not_an_object", f"expected a JSON object, got {type(record).__name__}")
+        raise BadRecordError(
+            "not_an_object", f"expected a JSON object, got {type(record).__name__}"
+        )
     for name in ("url", "content"):
         if name not in record:
             raise BadRecordError("missing_field", f"the record has no {name!r} field")
@@ -106,7 +114,9 @@ def page_from_json(line: bytes | str, max_bytes: int = DEFAULT_MAX_RECORD_BYTES)
     """A Page from one JSON Lines line or Kafka message value."""
     size = len(line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line)
     if size > max_bytes:
-        raise BadRecordError("too_large", f"the record has {size} bytes, over the limit of {max_bytes}")
+        raise BadRecordError(
+            "too_large", f"the record has {size} bytes, over the limit of {max_bytes}"
+        )
     if isinstance(line, bytes):
         try:
             line = line.decode("utf-8")

@@ -136,8 +136,7 @@ class Settings:
                 f"integers with bands * rows <= num_bins ({self.num_bins}), or neither to "
                 "choose them from the threshold",
             )
-            assert self.bands is not None and self.rows is not None
-            chosen = (self.bands, self.rows)
+            chosen = (int(self.bands or 0), int(self.rows or 0))
         object.__setattr__(self, "_bands_rows", chosen)
 
     @property

@@ -51,7 +51,9 @@ class Sketch:
     def from_shingles(cls, fingerprints: npt.NDArray[np.uint64], settings: Settings) -> Sketch:
         """Sketch of a sorted, unique array of shingle fingerprints."""
         # the high bits of an ascending array are ascending: no sort needed
-        high = drop_repeats((fingerprints[: 2 * settings.sample_size] >> np.uint64(32)).astype(np.uint32))
+        high = drop_repeats(
+            (fingerprints[: 2 * settings.sample_size] >> np.uint64(32)).astype(np.uint32)
+        )
         return cls(
             values=high[: settings.sample_size],
             shingle_count=len(fingerprints),

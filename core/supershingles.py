@@ -30,7 +30,9 @@ def min_hash_bins(shingle_sets: list[U64], settings: Settings) -> U64:
     counts = np.fromiter((len(s) for s in shingle_sets), dtype=np.int64, count=len(shingle_sets))
     bins = np.full(len(shingle_sets) * k, _EMPTY, dtype=np.uint64)
     if counts.sum():
-        mixed = fmix64(np.concatenate(shingle_sets) ^ np.uint64(seeded_constant(settings.seed, _BIN_MIX)))
+        mixed = fmix64(
+            np.concatenate(shingle_sets) ^ np.uint64(seeded_constant(settings.seed, _BIN_MIX))
+        )
         row = np.repeat(np.arange(len(shingle_sets), dtype=np.int64), counts)
         slot = row * k + (mixed >> np.uint64(64 - bin_bits)).astype(np.int64)
         np.minimum.at(bins, slot, mixed & np.uint64((1 << (64 - bin_bits)) - 1))
@@ -52,7 +54,8 @@ def _densify(table: U64, step: int) -> U64:
     rows = np.arange(table.shape[0])[:, None]
     values = table[rows, nearest % k] + distance * np.uint64(step)
     values[~has_any] = _EMPTY
-    return values
+    densified: U64 = values
+    return densified
 
 
 def super_shingles(shingle_sets: list[U64], settings: Settings) -> U64:

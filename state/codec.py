@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
-
 from neardup.core import StateError
 
 __all__ = [
@@ -24,7 +23,9 @@ __all__ = [
 ]
 
 _ID = struct.Struct(">Q")  # big-endian, so that keys sort by id
-_DOC_HEAD = struct.Struct("<BBqIQH")  # version, flags, fetched_at micros, shingle count, duplicate of, url length
+_DOC_HEAD = struct.Struct(
+    "<BBqIQH"
+)  # version, flags, fetched_at micros, shingle count, duplicate of, url length
 _CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
 _POSTINGS_HEAD = struct.Struct("<BBQ")  # version, flags, times requested
 _VERSION = 1
@@ -68,8 +69,10 @@ def fetched_at_from_micros(micros: int) -> str:
 
 def _check_version(raw: bytes, what: str) -> None:
     if not raw or raw[0] != _VERSION:
-        raise StateError(f"a stored {what} has format {raw[:1]!r}, expected {_VERSION}: "
-                         "the state was written by another neardup version")
+        raise StateError(
+            f"a stored {what} has format {raw[:1]!r}, expected {_VERSION}: "
+            "the state was written by another neardup version"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,14 @@ def check_or_store_settings(store: Store, settings: Settings | None) -> Settings
     stored = store.get("meta", b"settings")
     if stored is None:
         chosen = settings or Settings()
-        store.write({"meta": {b"format": str(FORMAT_VERSION).encode(), b"settings": chosen.to_json().encode()}})
+        store.write(
+            {
+                "meta": {
+                    b"format": str(FORMAT_VERSION).encode(),
+                    b"settings": chosen.to_json().encode(),
+                }
+            }
+        )
         return chosen
     if version is None or int(version) != FORMAT_VERSION:
         raise StateError(
@@ -57,4 +64,6 @@ class Counters:
 
     def add(self, name: str, amount: int = 1) -> None:
         if amount:
-            self._tx.put("meta", b"count:" + name.encode(), (self.get(name) + amount).to_bytes(8, "big"))
+            self._tx.put(
+                "meta", b"count:" + name.encode(), (self.get(name) + amount).to_bytes(8, "big")
+            )

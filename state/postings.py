@@ -56,7 +56,9 @@ class PostingIndex:
                 self._mark_stop(key, postings.requests + 1)
             else:
                 self._tx.put(
-                    self._table, key, Postings(np.append(ids, new_id), False, postings.requests + 1).encode()
+                    self._table,
+                    key,
+                    Postings(np.append(ids, new_id), False, postings.requests + 1).encode(),
                 )
         return found
 

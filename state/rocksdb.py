@@ -8,9 +8,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocksdict import DBCompressionType, Options, Rdict, WriteBatch
-
 from neardup.core import StateError
+from rocksdict import DBCompressionType, Options, Rdict, WriteBatch
 
 from .store import TABLES, Changes, Store
 

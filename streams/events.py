@@ -32,7 +32,11 @@ class DocRef:
     fetched_at: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": format_id(self.doc_id), "url": self.url, "fetched_at": self.fetched_at or None}
+        return {
+            "id": format_id(self.doc_id),
+            "url": self.url,
+            "fetched_at": self.fetched_at or None,
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from neardup.core import Estimate, Page, PreparedDoc, Preparer, Settings, Sketch, estimate, sketch_family
+from neardup.core import (
+    Estimate,
+    Page,
+    PreparedDoc,
+    Preparer,
+    Settings,
+    Sketch,
+    estimate,
+    sketch_family,
+)
 from neardup.state import DocRecord, FingerprintKind, State, StateView
 
 from .events import ClusterMerged, DocRef, Duplicate, Event
@@ -26,12 +34,17 @@ _EXACT_METHODS = (
 
 def _fingerprint_of(doc: PreparedDoc, kind: FingerprintKind) -> int | None:
     prints = doc.fingerprints
-    return {FingerprintKind.RAW: prints.raw, FingerprintKind.CANONICAL: prints.canonical,
-            FingerprintKind.SHINGLE_SET: prints.shingle_set}[kind]
+    return {
+        FingerprintKind.RAW: prints.raw,
+        FingerprintKind.CANONICAL: prints.canonical,
+        FingerprintKind.SHINGLE_SET: prints.shingle_set,
+    }[kind]
 
 
 def stored_sketch(record: DocRecord, settings: Settings) -> Sketch:
-    return Sketch(record.sketch, record.shingle_count, settings.sample_size, sketch_family(settings))
+    return Sketch(
+        record.sketch, record.shingle_count, settings.sample_size, sketch_family(settings)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +64,10 @@ def _ref(doc_id: int, record: DocRecord) -> DocRef:
 def _exact_twin(view: StateView, doc: PreparedDoc) -> tuple[int, str] | None:
     for kind, method in _EXACT_METHODS:
         fingerprint = _fingerprint_of(doc, kind)
-        if fingerprint is not None and (twin := view.fingerprints.lookup(kind, fingerprint)) is not None:
+        if (
+            fingerprint is not None
+            and (twin := view.fingerprints.lookup(kind, fingerprint)) is not None
+        ):
             return twin, method
     return None
 
@@ -98,9 +114,17 @@ def ingest(view: StateView, doc: PreparedDoc, settings: Settings) -> list[Event]
         twin_id, method = twin
         owner = docs.sketch_owner(twin_id)
         assert owner is not None, "a fingerprint points at a missing document"
-        owner_id, owner_record = owner
-        docs.put(doc.doc_id, DocRecord(page.url, page.fetched_at, doc.shingle_count,
-                                       np.zeros(0, np.uint32), duplicate_of=owner_id))
+        owner_id = owner[0]
+        docs.put(
+            doc.doc_id,
+            DocRecord(
+                page.url,
+                page.fetched_at,
+                doc.shingle_count,
+                np.zeros(0, np.uint32),
+                duplicate_of=owner_id,
+            ),
+        )
         twin_record = docs.get(twin_id)
         assert twin_record is not None
         exact = Estimate(1.0, 1.0, 1.0, True)
@@ -122,18 +146,29 @@ def _join(view: StateView, me: DocRef, matches: list[Match]) -> list[Event]:
     ordered = sorted(roots, key=clusters.age)
     survivor = ordered[0]
     size = clusters.merge(survivor, me.doc_id)
-    best = max(matches, key=lambda m: (m.estimate.resemblance, m.estimate.containment, -m.doc.doc_id))
+    best = max(
+        matches, key=lambda m: (m.estimate.resemblance, m.estimate.containment, -m.doc.doc_id)
+    )
     merged: list[Event] = []
     for retired in ordered[1:]:
         size = clusters.merge(survivor, retired)
         merged.append(ClusterMerged(survivor, retired, size, me))
     view.counters.add("duplicates")
-    duplicate = Duplicate(me, best.doc, best.method, best.estimate.resemblance,
-                          best.estimate.containment, survivor, size)
+    duplicate = Duplicate(
+        me,
+        best.doc,
+        best.method,
+        best.estimate.resemblance,
+        best.estimate.containment,
+        survivor,
+        size,
+    )
     return [duplicate, *merged]
 
 
-def find_similar(view: StateView, doc: PreparedDoc, settings: Settings, floor: float = 0.0) -> list[Match]:
+def find_similar(
+    view: StateView, doc: PreparedDoc, settings: Settings, floor: float = 0.0
+) -> list[Match]:
     """Known documents resembling ``doc``, best first, without changing the state.
 
     Candidates come from the same indexes as ingestion (exact fingerprints, super-shingles,
@@ -146,15 +181,29 @@ def find_similar(view: StateView, doc: PreparedDoc, settings: Settings, floor: f
         owner = view.documents.sketch_owner(twin[0])
         record = view.documents.get(twin[0])
         if owner is not None and record is not None and twin[0] != doc.doc_id:
-            matches[twin[0]] = Match(_ref(twin[0], record), twin[1], Estimate(1.0, 1.0, 1.0, True),
-                                     view.clusters.find(twin[0]))
+            matches[twin[0]] = Match(
+                _ref(twin[0], record),
+                twin[1],
+                Estimate(1.0, 1.0, 1.0, True),
+                view.clusters.find(twin[0]),
+            )
     super_keys, shingle_keys = _index_keys(doc)
-    candidates = view.super_shingles.candidates(super_keys) | view.short_shingles.candidates(shingle_keys)
+    candidates = view.super_shingles.candidates(super_keys) | view.short_shingles.candidates(
+        shingle_keys
+    )
     for match in _verify(view, doc, candidates, settings, 0.0):
         e = match.estimate
-        if match.doc.doc_id not in matches and max(e.resemblance, e.containment, e.containment_reverse) >= floor:
-            matches[match.doc.doc_id] = Match(match.doc, match.method, e, view.clusters.find(match.doc.doc_id))
-    return sorted(matches.values(), key=lambda m: (-m.estimate.resemblance, -m.estimate.containment, m.doc.doc_id))
+        if (
+            match.doc.doc_id not in matches
+            and max(e.resemblance, e.containment, e.containment_reverse) >= floor
+        ):
+            matches[match.doc.doc_id] = Match(
+                match.doc, match.method, e, view.clusters.find(match.doc.doc_id)
+            )
+    return sorted(
+        matches.values(),
+        key=lambda m: (-m.estimate.resemblance, -m.estimate.containment, m.doc.doc_id),
+    )
 
 
 @dataclass(slots=True)

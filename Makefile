@@ -1,0 +1,40 @@
+# Two commands on a fresh machine with Python 3.11+: `make demo` and `make test`.
+# Both create (or reuse) .venv and install what they need into it.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(BIN)/.ready: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("neardup needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $@
+
+demo: $(BIN)/.ready
+	@rm -rf out/demo-state && mkdir -p out
+	$(BIN)/neardup run --state out/demo-state --events out/demo-events.jsonl samples/pages.jsonl
+	@echo "--- clusters (neardup clusters --state out/demo-state) ---"
+	@$(BIN)/neardup clusters --state out/demo-state
+
+test: lint typecheck unit
+
+unit: $(BIN)/.ready
+	$(BIN)/python -m pytest
+
+lint: $(BIN)/.ready
+	$(BIN)/ruff check core state streams tests bench
+
+# mypy sees the installed layout (neardup.core, ...) through a tree of links to the folders.
+typecheck: $(BIN)/.ready
+	@rm -rf build/typecheck && mkdir -p build/typecheck/neardup
+	@for p in core state streams; do ln -s ../../../$$p build/typecheck/neardup/$$p; done
+	cd build/typecheck && MYPYPATH=. ../../$(BIN)/mypy --config-file ../../pyproject.toml --namespace-packages --explicit-package-bases -p neardup
+
+bench: $(BIN)/.ready
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) build out .pytest_cache .mypy_cache .ruff_cache

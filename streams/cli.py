@@ -1,0 +1,231 @@
+"""The ``neardup`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any
+
+from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Page, Settings
+from neardup.state import State
+
+from . import embedded, reports
+from .progress import Progress
+
+__all__ = ["main"]
+
+_SETTING_OPTIONS = {
+    "shingle_size": "shingle_size",
+    "threshold": "threshold",
+    "sample_size": "sample_size",
+    "num_bins": "num_bins",
+    "token_unit": "token_unit",
+    "short_limit": "short_limit",
+    "posting_cap": "posting_cap",
+}
+
+
+def _add_state(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state",
+        required=True,
+        metavar="DIR",
+        help="state directory (RocksDB); created if missing",
+    )
+
+
+def _add_settings(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("settings (stored with the state; a new state only)")
+    group.add_argument(
+        "--shingle-size", type=int, metavar="W", help="tokens per shingle (default 5)"
+    )
+    group.add_argument(
+        "--threshold", type=float, metavar="T", help="resemblance that joins clusters (default 0.5)"
+    )
+    group.add_argument(
+        "--sample-size", type=int, metavar="S", help="bottom-s sample per document (default 256)"
+    )
+    group.add_argument(
+        "--num-bins", type=int, metavar="K", help="min-hash bins for super-shingles (default 128)"
+    )
+    group.add_argument(
+        "--token-unit", choices=["word", "character"], help="token unit (default word)"
+    )
+    group.add_argument(
+        "--short-limit",
+        type=int,
+        metavar="N",
+        help="fewer shingles than this: short document (default 100)",
+    )
+    group.add_argument(
+        "--posting-cap",
+        type=int,
+        metavar="N",
+        help="documents per posting list before it becomes a stop key (default 1000)",
+    )
+
+
+def _settings(args: argparse.Namespace) -> Settings | None:
+    given = {
+        field: getattr(args, option)
+        for option, field in _SETTING_OPTIONS.items()
+        if getattr(args, option, None) is not None
+    }
+    if not given:
+        return None
+    stored = _stored_settings(args.state)
+    return (stored or Settings()).replace(**given)
+
+
+def _stored_settings(path: str) -> Settings | None:
+    if not Path(path).exists():
+        return None
+    with State.open(path) as state:
+        return state.settings
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="neardup",
+        description="Streaming near-duplicate detection for crawled web pages.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run", help="process JSON Lines or WARC files into the state (embedded mode)"
+    )
+    _add_state(run)
+    _add_settings(run)
+    run.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="JSON Lines file, - for stdin, or a .warc[.gz] file",
+    )
+    run.add_argument(
+        "--events", metavar="FILE", help="append events as JSON Lines here (- for stdout)"
+    )
+    run.add_argument(
+        "--dead-letters",
+        metavar="FILE",
+        help="append refused records here (default: DIR/dead-letters.jsonl)",
+    )
+    run.add_argument(
+        "--batch-size", type=int, default=256, metavar="N", help="pages per batch (default 256)"
+    )
+    run.add_argument(
+        "--max-record-bytes",
+        type=int,
+        default=DEFAULT_MAX_RECORD_BYTES,
+        metavar="N",
+        help=f"larger records are dead letters (default {DEFAULT_MAX_RECORD_BYTES})",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress and no summary")
+
+    clusters = commands.add_parser("clusters", help="print clusters as JSON Lines, largest first")
+    _add_state(clusters)
+    clusters.add_argument("--all", action="store_true", help="include single documents")
+
+    query = commands.add_parser(
+        "query", help="documents similar to a file, stdin, or a known URL (lost and found)"
+    )
+    _add_state(query)
+    query.add_argument("target", metavar="FILE|-|URL")
+    query.add_argument("--limit", type=int, default=10, metavar="N")
+    query.add_argument(
+        "--min-resemblance",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="hide matches below this resemblance and containment (default 0)",
+    )
+    query.add_argument(
+        "--content-type", default="", help="content type of the file (default: sniffed)"
+    )
+
+    stats = commands.add_parser("stats", help="documents, clusters, largest clusters, stop keys")
+    _add_state(stats)
+    return parser
+
+
+def _open_output(stack: ExitStack, name: str | None) -> IO[str] | None:
+    if name is None:
+        return None
+    if name == "-":
+        return sys.stdout
+    Path(name).parent.mkdir(parents=True, exist_ok=True)
+    return stack.enter_context(open(name, "a", encoding="utf-8"))
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.batch_size < 1:
+        raise NeardupError(f"--batch-size {args.batch_size} must be at least 1")
+    with ExitStack() as stack:
+        state = stack.enter_context(State.open(args.state, _settings(args)))
+        events = _open_output(stack, args.events)
+        dead = _open_output(
+            stack, args.dead_letters or os.path.join(args.state, "dead-letters.jsonl")
+        )
+        progress = None if args.quiet else Progress()
+        summary = embedded.run(
+            state, args.inputs, events, dead, args.batch_size, args.max_record_bytes, progress
+        )
+        if progress is not None:
+            progress.close()
+        if not args.quiet:
+            print(summary.describe(), file=sys.stderr)
+    return 0
+
+
+def _query(args: argparse.Namespace) -> int:
+    with State.open(args.state) as state:
+        target: str = args.target
+        if target != "-" and not os.path.exists(target) and "://" in target:
+            _print_json(reports.lost_and_found(state, target, args.limit))
+            return 0
+        raw = sys.stdin.buffer.read() if target == "-" else Path(target).read_bytes()
+        page = Page(
+            url=target, content=raw.decode("utf-8", "replace"), content_type=args.content_type
+        )
+        for line in reports.similar_to_content(state, page, args.limit, args.min_resemblance):
+            _print_json(line)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "query":
+            return _query(args)
+        if not Path(args.state).exists():
+            raise NeardupError(
+                f"there is no state in {args.state}: "
+                f"run `neardup run --state {args.state} INPUT` first"
+            )
+        with State.open(args.state) as state:
+            if args.command == "clusters":
+                for line in reports.cluster_lines(state, args.all):
+                    _print_json(line)
+            else:
+                _print_json(reports.statistics(state))
+        return 0
+    except NeardupError as error:
+        print(f"neardup: error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The embedded mode: input files in, events out, on one state directory, in one process."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page
+from neardup.state import State
+
+from .events import ClusterMerged, Duplicate
+from .inputs import DeadLetter, iter_records
+from .pipeline import Detector
+from .progress import Progress
+
+__all__ = ["RunSummary", "run"]
+
+
+@dataclass(slots=True)
+class RunSummary:
+    records: int = 0
+    documents: int = 0
+    repeats: int = 0
+    duplicates: int = 0
+    merges: int = 0
+    dead_letters: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "documents": self.documents,
+            "repeats": self.repeats,
+            "duplicates": self.duplicates,
+            "cluster_merges": self.merges,
+            "dead_letters": sum(self.dead_letters.values()),
+            "dead_letter_reasons": dict(sorted(self.dead_letters.items())),
+            "seconds": round(self.seconds, 3),
+            "docs_per_second": round(self.records / self.seconds, 1) if self.seconds else None,
+        }
+
+    def describe(self) -> str:
+        dead = sum(self.dead_letters.values())
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.dead_letters.items()))
+        lines = [
+            f"{self.records:,} records in {self.seconds:.1f} s "
+            f"({self.records / max(self.seconds, 1e-9):,.0f} records/s)",
+            f"{self.documents:,} new documents, {self.repeats:,} already known",
+            f"{self.duplicates:,} duplicates found, {self.merges:,} cluster merges",
+            f"{dead:,} dead letters" + (f" ({reasons})" if reasons else ""),
+        ]
+        return "\n".join(lines)
+
+
+def _batches(
+    items: Iterable[Page | DeadLetter], size: int
+) -> Iterator[tuple[list[Page], list[DeadLetter]]]:
+    pages: list[Page] = []
+    dead: list[DeadLetter] = []
+    for item in items:
+        if isinstance(item, DeadLetter):
+            dead.append(item)
+        else:
+            pages.append(item)
+        if len(pages) >= size or len(dead) >= size:
+            yield pages, dead
+            pages, dead = [], []
+    if pages or dead:
+        yield pages, dead
+
+
+def _all_records(inputs: Iterable[str], max_bytes: int) -> Iterator[Page | DeadLetter]:
+    for name in inputs:
+        yield from iter_records(name, max_bytes)
+
+
+def run(
+    state: State,
+    inputs: Iterable[str],
+    events: IO[str] | None = None,
+    dead_letters: IO[str] | None = None,
+    batch_size: int = 256,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    progress: Progress | None = None,
+) -> RunSummary:
+    """Process every input into the state; write events and dead letters as JSON Lines."""
+    detector = Detector(state)
+    summary = RunSummary()
+    started = time.monotonic()
+    for pages, dead in _batches(_all_records(inputs, max_record_bytes), batch_size):
+        for letter in dead:
+            summary.dead_letters[letter.reason] += 1
+            if dead_letters is not None:
+                dead_letters.write(json.dumps(letter.to_json()) + "\n")
+        summary.records += len(pages) + len(dead)
+        if pages:
+            result = detector.process(pages)
+            summary.documents += result.documents
+            summary.repeats += result.repeats
+            for event in result.events:
+                summary.duplicates += isinstance(event, Duplicate)
+                summary.merges += isinstance(event, ClusterMerged)
+                if events is not None:
+                    events.write(json.dumps(event.to_json()) + "\n")
+        if progress is not None:
+            progress.update(summary.records, sum(summary.dead_letters.values()))
+    if events is not None:
+        events.flush()
+    if dead_letters is not None:
+        dead_letters.flush()
+    summary.seconds = time.monotonic() - started
+    return summary

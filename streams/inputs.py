@@ -1,0 +1,169 @@
+"""Reading input: JSON Lines files (or stdin) and WARC files, record by record.
+
+Every record either becomes a Page or a DeadLetter that says where it came from and why it
+was refused; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import codecs
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from neardup.core import (
+    DEFAULT_MAX_RECORD_BYTES,
+    BadRecordError,
+    Page,
+    page_from_json,
+    page_from_mapping,
+)
+
+__all__ = ["DeadLetter", "iter_records", "open_source"]
+
+_EXCERPT = 512
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A record that could not become a document, with enough context to find it again."""
+
+    source: str
+    position: str  # "line 12" / "record 3" / "partition 2 offset 17"
+    reason: str
+    message: str
+    excerpt: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "position": self.position,
+            "reason": self.reason,
+            "error": self.message,
+            "excerpt": self.excerpt,
+        }
+
+
+def _excerpt(raw: bytes) -> str:
+    return raw[:_EXCERPT].decode("utf-8", "replace")
+
+
+def open_source(name: str) -> IO[bytes]:
+    return sys.stdin.buffer if name == "-" else open(name, "rb")
+
+
+def _is_warc(name: str) -> bool:
+    lowered = name.lower()
+    return lowered.endswith((".warc", ".warc.gz", ".arc", ".arc.gz"))
+
+
+def iter_records(
+    name: str, max_bytes: int = DEFAULT_MAX_RECORD_BYTES
+) -> Iterator[Page | DeadLetter]:
+    """Pages and dead letters of one input: a JSON Lines file, ``-`` for stdin, or a WARC file."""
+    if _is_warc(name):
+        yield from _warc_records(name, max_bytes)
+        return
+    stream = open_source(name)
+    try:
+        for number, line in enumerate(_lines(stream, max_bytes), start=1):
+            if isinstance(line, DeadLetter):
+                yield DeadLetter(name, f"line {number}", line.reason, line.message, line.excerpt)
+                continue
+            if not line.strip():
+                continue
+            try:
+                yield page_from_json(line, max_bytes)
+            except BadRecordError as error:
+                yield DeadLetter(name, f"line {number}", error.reason, str(error), _excerpt(line))
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def _lines(stream: IO[bytes], max_bytes: int) -> Iterator[bytes | DeadLetter]:
+    """Lines without holding an oversized one in memory: its rest is skipped and reported."""
+    while True:
+        line = stream.readline(max_bytes + 1)
+        if not line:
+            return
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            head = line
+            skipped = len(line)
+            while (more := stream.readline(1 << 20)) and not more.endswith(b"\n"):
+                skipped += len(more)
+            skipped += len(more)
+            yield DeadLetter(
+                "",
+                "",
+                "too_large",
+                f"the record has {skipped} bytes, over the limit of {max_bytes}",
+                _excerpt(head),
+            )
+            continue
+        yield line
+
+
+def _warc_records(name: str, max_bytes: int) -> Iterator[Page | DeadLetter]:
+    from warcio.archiveiterator import ArchiveIterator  # only WARC input needs it
+
+    with open(name, "rb") as stream:
+        number = 0
+        for record in ArchiveIterator(stream, arc2warc=True):
+            if record.rec_type not in ("response", "resource", "conversion"):
+                continue
+            number += 1
+            position = f"record {number}"
+            url = record.rec_headers.get_header("WARC-Target-URI") or ""
+            content_type = ""
+            if record.http_headers is not None:
+                content_type = record.http_headers.get_header("Content-Type") or ""
+            else:
+                content_type = record.rec_headers.get_header("Content-Type") or ""
+            body = record.content_stream().read(max_bytes + 1)
+            if len(body) > max_bytes:
+                yield DeadLetter(
+                    name,
+                    position,
+                    "too_large",
+                    f"the body of {url} is over the limit of {max_bytes} bytes",
+                    url,
+                )
+                continue
+            lowered = content_type.lower()
+            if lowered and not lowered.startswith(
+                ("text/", "application/xhtml", "application/xml")
+            ):
+                yield DeadLetter(
+                    name,
+                    position,
+                    "not_text",
+                    f"{url} has content type {content_type!r}, not text",
+                    url,
+                )
+                continue
+            try:
+                content = body.decode(_charset(content_type))
+                yield page_from_mapping(
+                    {
+                        "url": url,
+                        "content": content,
+                        "fetched_at": record.rec_headers.get_header("WARC-Date"),
+                        "content_type": content_type,
+                    }
+                )
+            except (UnicodeDecodeError, LookupError) as error:
+                yield DeadLetter(name, position, "undecodable", f"{url}: {error}", _excerpt(body))
+            except BadRecordError as error:
+                yield DeadLetter(name, position, error.reason, str(error), _excerpt(body))
+
+
+def _charset(content_type: str) -> str:
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            charset = value.strip().strip("\"'")
+            codecs.lookup(charset)  # LookupError for an unknown charset
+            return charset
+    return "utf-8"
