@@ -21,6 +21,7 @@ from .exceptions import BadRecordError
 __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",
     "Page",
+    "format_fetched_at",
     "normalise_fetched_at",
     "page_from_json",
     "page_from_mapping",
@@ -60,7 +61,15 @@ def normalise_fetched_at(value: str) -> str:
         ) from error
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_fetched_at(moment.astimezone(UTC))
+
+
+def format_fetched_at(moment: datetime) -> str:
+    """The fixed-width UTC form (strftime does not pad years before 1000)."""
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:"
+        f"{moment.minute:02d}:{moment.second:02d}.{moment.microsecond:06d}Z"
+    )
 
 
 def _check_text(name: str, value: str) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
 from neardup.core import StateError
+from neardup.core.records import format_fetched_at
 
 __all__ = [
     "ClusterInfo",
@@ -54,17 +55,14 @@ def fetched_at_to_micros(fetched_at: str) -> int:
     """Normalised fetched_at ('...Z' or '') to microseconds since 1970 (a sentinel for '')."""
     if not fetched_at:
         return _NO_TIME
-    moment = datetime.strptime(fetched_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-    delta = moment - _EPOCH
+    delta = datetime.fromisoformat(fetched_at) - _EPOCH
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def fetched_at_from_micros(micros: int) -> str:
     if micros == _NO_TIME:
         return ""
-    seconds, rest = divmod(micros, 1_000_000)
-    moment = datetime.fromtimestamp(seconds, tz=UTC).replace(microsecond=rest)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_fetched_at(_EPOCH + timedelta(microseconds=micros))
 
 
 def _check_version(raw: bytes, what: str) -> None:

@@ -1,0 +1,82 @@
+"""Estimator accuracy against exact values computed on the same shingle sets.
+
+Tolerances are derived from the documented standard deviation sqrt(J(1-J)/s); seeds are fixed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neardup.core import Settings, Sketch, SketchMismatchError, estimate
+
+
+def _pair(rng: np.random.Generator, size_a: int, size_b: int, shared: int) -> tuple[np.ndarray, np.ndarray]:
+    pool = np.unique(rng.integers(0, 2**64 - 1, size=size_a + size_b, dtype=np.uint64))
+    rng.shuffle(pool)
+    common = pool[:shared]
+    a = np.unique(np.concatenate([common, pool[shared:size_a]]))
+    b = np.unique(np.concatenate([common, pool[size_a : size_a + size_b - shared]]))
+    return a, b
+
+
+def _exact(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    common = len(np.intersect1d(a, b))
+    return common / (len(a) + len(b) - common), common / len(a)
+
+
+@pytest.mark.parametrize("resemblance", [0.2, 0.5, 0.8, 0.95])
+def test_resemblance_error_matches_the_documented_deviation(resemblance: float) -> None:
+    settings = Settings()
+    rng = np.random.default_rng(20261122)
+    errors = []
+    for _ in range(300):
+        size = int(rng.integers(400, 3000))
+        shared = round(2 * size * resemblance / (1 + resemblance))
+        a, b = _pair(rng, size, size, shared)
+        exact, _ = _exact(a, b)
+        errors.append(estimate(Sketch.from_shingles(a, settings), Sketch.from_shingles(b, settings)).resemblance - exact)
+    sigma = np.sqrt(resemblance * (1 - resemblance) / settings.sample_size)
+    assert abs(np.mean(errors)) < 4 * sigma / np.sqrt(len(errors))  # unbiased
+    assert np.std(errors) < 1.15 * sigma  # no worse than documented
+    assert np.max(np.abs(errors)) < 5 * sigma
+
+
+def test_containment_of_an_excerpt() -> None:
+    settings = Settings()
+    rng = np.random.default_rng(7)
+    errors = []
+    for _ in range(200):
+        big = int(rng.integers(800, 2000))
+        part = int(big * rng.uniform(0.3, 0.7))
+        a, b = _pair(rng, part, big, part)  # a is wholly inside b
+        e = estimate(Sketch.from_shingles(a, settings), Sketch.from_shingles(b, settings))
+        errors.append(e.containment - 1.0)
+        assert e.containment_reverse == pytest.approx(part / big, abs=0.15)
+    assert max(abs(x) for x in errors) < 1e-9  # nothing of a is outside b, so every sample agrees
+
+
+def test_small_sets_are_compared_exactly() -> None:
+    settings = Settings()
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        a, b = _pair(rng, int(rng.integers(1, 128)), int(rng.integers(1, 128)), 0)
+        shared = rng.integers(0, min(len(a), len(b)) + 1)
+        b = np.unique(np.concatenate([b, a[:shared]]))
+        e = estimate(Sketch.from_shingles(a, settings), Sketch.from_shingles(b, settings))
+        assert e.exact
+        resemblance, containment = _exact(a, b)
+        assert e.resemblance == pytest.approx(resemblance)
+        assert e.containment == pytest.approx(containment)
+
+
+def test_sketches_of_different_settings_refuse_to_compare() -> None:
+    values = np.arange(1, 500, dtype=np.uint64) << np.uint64(40)
+    with pytest.raises(SketchMismatchError, match="same Settings"):
+        estimate(Sketch.from_shingles(values, Settings()), Sketch.from_shingles(values, Settings(seed=9)))
+
+
+def test_empty_documents_resemble_nothing() -> None:
+    empty = Sketch.from_shingles(np.zeros(0, np.uint64), Settings())
+    other = Sketch.from_shingles(np.arange(10, dtype=np.uint64), Settings())
+    assert estimate(empty, other).resemblance == 0.0

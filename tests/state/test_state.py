@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neardup.core import IncompatibleStateError, Settings
+from neardup.core.records import format_fetched_at
+from neardup.state import ClusterInfo, DocRecord, Postings, State, StateView
+from neardup.state.codec import fetched_at_from_micros, fetched_at_to_micros
+
+
+def test_settings_are_stored_and_incompatible_reopen_is_refused(tmp_path: Path) -> None:
+    with State.open(tmp_path / "s", Settings(shingle_size=7)) as state:
+        assert state.settings.shingle_size == 7
+    with State.open(tmp_path / "s") as state:  # no settings given: the stored ones
+        assert state.settings.shingle_size == 7
+    with pytest.raises(IncompatibleStateError, match=r"shingle_size: stored 7, requested 5"):
+        State.open(tmp_path / "s", Settings())
+    with State.open(tmp_path / "s", Settings(shingle_size=7, posting_cap=50)) as state:
+        assert state.settings.posting_cap == 50  # not a sketch parameter: may change
+
+
+@given(
+    st.text(min_size=1, max_size=50),
+    st.datetimes(timezones=st.just(__import__("datetime").UTC)),
+    st.integers(0, 10**6),
+    st.lists(st.integers(0, 2**32 - 1), max_size=20),
+    st.integers(0, 2**64 - 1),
+)
+def test_doc_record_round_trip(url: str, moment: object, count: int, sketch: list[int], twin: int) -> None:
+    fetched_at = format_fetched_at(moment)  # type: ignore[arg-type]
+    url = url.encode("utf-8", "replace").decode("utf-8")
+    record = DocRecord(url, fetched_at, count, np.array(sketch, dtype=np.uint32), twin)
+    back = DocRecord.decode(record.encode())
+    assert (back.url, back.fetched_at, back.shingle_count, back.duplicate_of) == (url, fetched_at, count, twin)
+    assert back.sketch.tolist() == sketch
+
+
+def test_missing_fetched_at_round_trips() -> None:
+    assert fetched_at_from_micros(fetched_at_to_micros("")) == ""
+    assert ClusterInfo.decode(ClusterInfo(3, "").encode()) == ClusterInfo(3, "")
+    postings = Postings.decode(Postings(np.array([1, 2**64 - 1], np.uint64), False, 2).encode())
+    assert postings.doc_ids.tolist() == [1, 2**64 - 1]
+
+
+def _docs(view: StateView, count: int) -> None:
+    for doc_id in range(1, count + 1):
+        view.documents.put(doc_id, DocRecord(f"u{doc_id}", f"2026-01-01T00:00:{doc_id % 60:02d}.000000Z", 1,
+                                             np.zeros(0, np.uint32)))
+
+
+def test_posting_lists_are_capped_into_stop_keys() -> None:
+    with State.open(None, Settings(posting_cap=3)) as state:
+        view = state.view()
+        index = view.super_shingles
+        assert index.add([b"k"], 1) == set()
+        assert index.add([b"k"], 2) == {1}
+        assert index.add([b"k"], 3) == {1, 2}  # third document reaches the cap: key stops
+        assert index.add([b"k"], 4) == set()
+        assert index.candidates([b"k"]) == set()
+        view.commit()
+        stop = dict(state.store.items("stopkeys"))
+        assert int.from_bytes(stop[b"supershingles:k"], "big") == 4
+
+
+def test_union_find_keeps_older_root_and_sizes() -> None:
+    with State.open(None) as state:
+        view = state.view()
+        _docs(view, 6)
+        clusters = view.clusters
+        assert clusters.merge(1, 2) == 2
+        assert clusters.merge(3, 4) == 2
+        assert clusters.find(2) == 1
+        assert clusters.merge(clusters.find(4), clusters.find(2)) == 4  # survivor chosen by caller
+        assert clusters.find(1) == 3 and clusters.find(2) == 3
+        assert sorted(clusters.age(r) for r in (1, 3))[0][1] == 1
+        view.commit()
+        assert state.view().clusters.members() == {3: [1, 2, 3, 4]}
+        assert dict(state.view().clusters.roots()) == {3: ClusterInfo(4, "2026-01-01T00:00:03.000000Z")}

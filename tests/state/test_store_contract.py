@@ -1,0 +1,99 @@
+"""The Store contract: every backend must pass all of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neardup.state import TABLES, MemoryStore, RocksDBStore, Store, Transaction
+
+
+def test_get_missing_is_none(store: Store) -> None:
+    assert store.get("docs", b"nope") is None
+    assert store.get_many("docs", [b"a", b"b"]) == [None, None]
+    assert store.get_many("docs", []) == []
+
+
+def test_write_then_read_and_delete(store: Store) -> None:
+    store.write({"docs": {b"a": b"1", b"b": b"2"}, "urls": {b"a": b"x"}})
+    assert store.get("docs", b"a") == b"1"
+    assert store.get_many("docs", [b"b", b"c", b"a"]) == [b"2", None, b"1"]
+    assert store.get("urls", b"a") == b"x"
+    store.write({"docs": {b"a": None}})
+    assert store.get("docs", b"a") is None
+
+
+def test_tables_are_separate_namespaces(store: Store) -> None:
+    store.write({"docs": {b"k": b"docs"}, "parents": {b"k": b"parents"}})
+    assert store.get("docs", b"k") == b"docs"
+    assert store.get("parents", b"k") == b"parents"
+    assert store.get("clusters", b"k") is None
+
+
+def test_items_ascending_by_key(store: Store) -> None:
+    store.write({"docs": {b"\x02": b"b", b"\x01": b"a", b"\x01\x00": b"c", b"\xff": b"d"}})
+    assert [k for k, _ in store.items("docs")] == [b"\x01", b"\x01\x00", b"\x02", b"\xff"]
+
+
+def test_unknown_table_is_refused(store: Store) -> None:
+    with pytest.raises(KeyError, match="unknown table"):
+        store.get("nope", b"k")
+    with pytest.raises(KeyError, match="unknown table"):
+        store.write({"docs": {b"k": b"v"}, "nope": {b"k": b"v"}})
+    assert store.get("docs", b"k") is None  # nothing of a refused write lands
+
+
+def test_every_table_exists(store: Store) -> None:
+    for table in TABLES:
+        store.write({table: {b"k": table.encode()}})
+        assert store.get(table, b"k") == table.encode()
+
+
+def test_closed_store_refuses_use(store: Store) -> None:
+    store.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        store.get("docs", b"k")
+
+
+def test_transaction_reads_its_own_writes_and_commits_atomically(store: Store) -> None:
+    store.write({"docs": {b"old": b"1"}})
+    tx = Transaction(store)
+    tx.put("docs", b"new", b"2")
+    tx.delete("docs", b"old")
+    assert tx.get("docs", b"new") == b"2"
+    assert tx.get("docs", b"old") is None
+    assert store.get("docs", b"old") == b"1"  # not yet
+    assert tx.get_many("docs", [b"new", b"old", b"none"]) == [b"2", None, None]
+    tx.commit()
+    assert store.get("docs", b"new") == b"2"
+    assert store.get("docs", b"old") is None
+
+
+def test_rolled_back_transaction_leaves_no_trace(store: Store) -> None:
+    tx = Transaction(store)
+    tx.put("docs", b"k", b"v")
+    tx.rollback()
+    tx.commit()
+    assert store.get("docs", b"k") is None
+
+
+@given(st.dictionaries(st.binary(min_size=1, max_size=8), st.binary(min_size=1, max_size=16), max_size=30))
+def test_memory_and_rocksdb_agree(tmp_path_factory: pytest.TempPathFactory, data: dict[bytes, bytes]) -> None:
+    path = tmp_path_factory.mktemp("agree") / "db"
+    with MemoryStore() as memory, RocksDBStore(path) as rocks:
+        for backend in (memory, rocks):
+            backend.write({"shingles": dict(data)})
+        assert list(memory.items("shingles")) == list(rocks.items("shingles"))
+        keys = list(data) + [b"\x00missing"]
+        assert memory.get_many("shingles", keys) == rocks.get_many("shingles", keys)
+
+
+def test_rocksdb_survives_reopen(tmp_path: Path) -> None:
+    with RocksDBStore(tmp_path / "db") as first:
+        first.write({"docs": {b"k": b"v"}})
+    with RocksDBStore(tmp_path / "db") as second:
+        assert second.get("docs", b"k") == b"v"
+        assert second.disk_bytes() > 0
