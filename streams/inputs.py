@@ -106,7 +106,19 @@ def _lines(stream: IO[bytes], max_bytes: int) -> Iterator[bytes | DeadLetter]:
 
 
 def _warc_records(name: str, max_bytes: int) -> Iterator[Page | DeadLetter]:
-    from warcio.archiveiterator import ArchiveIterator  # only WARC input needs it
+    from warcio.exceptions import ArchiveLoadFailed  # only WARC input needs warcio
+
+    number = 0
+    try:
+        for number, item in enumerate(_warc_items(name, max_bytes), start=1):
+            yield item
+    except ArchiveLoadFailed as error:
+        yield DeadLetter(name, f"after record {number}", "bad_warc",
+                         f"the WARC file cannot be read further: {str(error).strip()[:300]}", "")
+
+
+def _warc_items(name: str, max_bytes: int) -> Iterator[Page | DeadLetter]:
+    from warcio.archiveiterator import ArchiveIterator
 
     with open(name, "rb") as stream:
         number = 0

@@ -1,0 +1,35 @@
+"""Small builders shared by tests (real-text corpora live in bench/corpus.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neardup.core import Page
+from neardup.state import State
+
+VOCABULARY = [f"w{i}" for i in range(3000)]
+
+
+def family_pages(seed: int, families: int = 6, size: int = 5, words: int = 150) -> list[Page]:
+    """Families of edited copies of random word sequences, with increasing fetched_at."""
+    rng = np.random.default_rng(seed)
+    pages = []
+    for family in range(families):
+        length = int(rng.integers(3, words))
+        base = rng.choice(VOCABULARY, size=length)
+        for member in range(size):
+            text = base.copy()
+            rate = rng.choice([0.0, 0.02, 0.1, 0.3])
+            edits = rng.random(length) < rate
+            text[edits] = rng.choice(VOCABULARY, size=int(edits.sum()))
+            second = int(rng.integers(0, 59))
+            pages.append(Page(f"https://f{family}.example/{member}", " ".join(text),
+                              f"2026-03-{1 + member:02d}T10:00:{second:02d}.000000Z"))
+    return pages
+
+
+def partition(state: State) -> set[frozenset[str]]:
+    """Clusters as sets of URLs (ids left out), for comparing runs."""
+    from neardup.streams.reports import cluster_lines
+
+    return {frozenset(line["members"]) for line in cluster_lines(state)}

@@ -1,0 +1,107 @@
+"""Invariants of the detection pipeline, as properties."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neardup.core import Page, Settings
+from neardup.state import DocRecord, State
+from neardup.streams import ClusterMerged, Detector, Duplicate
+from tests.helpers import family_pages, partition
+
+
+@given(
+    st.integers(2, 12).flatmap(
+        lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=20))
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_union_find_partition_and_ids_do_not_depend_on_edge_order(graph: tuple[int, list[tuple[int, int]]], random: object) -> None:
+    count, edges = graph
+    shuffled = list(edges)
+    random.shuffle(shuffled)  # type: ignore[attr-defined]
+    results = []
+    for order in (edges, shuffled):
+        with State.open(None) as state:
+            view = state.view()
+            for doc_id in range(1, count + 1):
+                view.documents.put(doc_id, DocRecord(f"u{doc_id}", "", 1, np.zeros(0, np.uint32)))
+            clusters = view.clusters
+            for a, b in order:
+                ra, rb = clusters.find(a + 1), clusters.find(b + 1)
+                survivor, retired = sorted((ra, rb), key=clusters.age)
+                clusters.merge(survivor, retired)
+            groups = {doc: clusters.find(doc) for doc in range(1, count + 1)}
+            results.append(groups)
+            sizes = {root: clusters.info(root).size for root in set(groups.values())}
+            assert sum(sizes.values()) == count  # a partition: every document exactly once
+            for root, size in sizes.items():
+                assert size == sum(1 for r in groups.values() if r == root)
+                assert root == min(doc for doc, r in groups.items() if r == root)  # the oldest keeps the id
+    assert results[0] == results[1]
+
+
+def _run(pages: list[Page], batch_size: int = 7, settings: Settings | None = None) -> tuple[set[frozenset[str]], list[object]]:
+    with State.open(None, settings) as state:
+        detector = Detector(state)
+        events: list[object] = []
+        for start in range(0, len(pages), batch_size):
+            events.extend(detector.process(pages[start : start + batch_size]).events)
+        return partition(state), events
+
+
+@given(st.integers(0, 10_000), st.randoms(use_true_random=False), st.integers(1, 40))
+def test_arrival_order_and_batching_do_not_change_clusters(seed: int, random: object, batch: int) -> None:
+    pages = family_pages(seed)
+    shuffled = list(pages)
+    random.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert _run(pages)[0] == _run(shuffled, batch)[0]
+
+
+@given(st.integers(0, 10_000))
+def test_reingest_adds_nothing(seed: int) -> None:
+    pages = family_pages(seed, families=4)
+    with State.open(None) as state:
+        detector = Detector(state)
+        first = detector.process(pages)
+        before = partition(state)
+        again = detector.process(pages + pages[:3])
+        assert again.events == [] and again.documents == 0 and again.repeats == len(pages) + 3
+        assert partition(state) == before
+        assert first.documents == len(pages)
+
+
+def test_a_bridging_document_merges_two_clusters_into_the_older() -> None:
+    words = [f"word{i}" for i in range(60)]
+    pages = [
+        Page("https://a/1", " ".join(words[:35]), "2026-01-01T00:00:00Z"),
+        Page("https://b/1", " ".join(words[25:]), "2026-01-02T00:00:00Z"),
+        Page("https://b/2", " ".join(words[25:]) + " end", "2026-01-03T00:00:00Z"),
+        Page("https://c/1", " ".join(words), "2026-01-04T00:00:00Z"),  # resembles both at 0.55
+    ]
+    clusters, events = _run(pages, settings=Settings(threshold=0.3))
+    assert clusters == {frozenset(p.url for p in pages)}
+    merges = [e for e in events if isinstance(e, ClusterMerged)]
+    assert len(merges) == 1
+    a, b = pages[0].doc_id, pages[1].doc_id
+    assert (merges[0].cluster, merges[0].retired, merges[0].size) == (a, b, 4)
+    joined = [e for e in events if isinstance(e, Duplicate) and e.doc.url == "https://c/1"]
+    assert joined[0].cluster == a and joined[0].method == "near"
+
+
+def test_identical_canonical_and_shingle_equivalent_shortcuts() -> None:
+    text = "The quick brown fox jumps over the lazy dog near the river bank today"
+    pages = [
+        Page("https://o/1", text, "2026-01-01T00:00:00Z"),
+        Page("https://o/2", text, "2026-01-02T00:00:00Z"),
+        Page("https://o/3", "<html><body><p>" + text.upper() + "!</p></body></html>", "2026-01-03T00:00:00Z"),
+        Page("https://o/4", text + " the quick brown fox jumps", "2026-01-04T00:00:00Z"),
+        Page("https://r/1", "la " * 7, "2026-01-05T00:00:00Z"),
+        Page("https://r/2", "la " * 6, "2026-01-06T00:00:00Z"),  # the same single shingle
+    ]
+    _, events = _run(pages)
+    methods = {e.doc.url: e.method for e in events if isinstance(e, Duplicate)}
+    assert methods == {"https://o/2": "exact", "https://o/3": "canonical", "https://o/4": "near",
+                       "https://r/2": "shingle"}
