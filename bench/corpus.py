@@ -200,6 +200,9 @@ class _Generator:
         self.max_words = max_words
         weights = 1.0 / (np.arange(n_sites) + 5.0) ** 1.2  # a few big sites, a long tail
         self.site_cdf = np.cumsum(weights / weights.sum())
+        # Sizes 2..max_family of non-singleton families, P(size) ~ (size - 1) ** -1.6.
+        sizes = (np.arange(1, max_family) ** -1.6)
+        self.size_cdf = np.cumsum(sizes / sizes.sum())[:-1]
         self.sites: dict[int, _Site] = {}
         self.next_url = 0
 
@@ -225,24 +228,21 @@ class _Generator:
             return _Doc(" ".join(body[: min(6, n)]), np.array(body, dtype=object))
         target = int(min(self.max_words, max(41, rng.lognormal(self.mu, self.sigma))))
         # Runs of 1-3 consecutive paragraphs from random places: coherent locally, and
-        # unrelated documents rarely share more than a paragraph.
-        chosen: list[int] = []
-        total = 0
-        while total < target:
-            start = int(rng.integers(0, len(pars)))
-            for i in range(start, min(start + int(rng.integers(1, 4)), len(pars))):
-                chosen.append(i)
-                total += int(counts[i])
-        text = f" {_PAR} ".join(str(pars[i]) for i in chosen).split(" ")
-        cut = len(text)
-        excess = total - target
-        while excess > 0 and cut > 0:  # trim words (not separators) from the end
-            cut -= 1
-            if text[cut] != _PAR:
-                excess -= 1
-        body = text[:cut]
-        while body and body[-1] == _PAR:
-            body.pop()
+        # unrelated documents rarely share more than a paragraph.  Drawn in bulk (numpy).
+        chosen = np.zeros(0, dtype=np.int64)
+        while counts[chosen].sum() < target:
+            k = target // 50 + 4
+            starts = rng.integers(0, len(pars), size=k)
+            runs = rng.integers(1, 4, size=k)
+            offsets = np.arange(runs.sum()) - np.repeat(np.cumsum(runs) - runs, runs)
+            more = np.repeat(starts, runs) + offsets
+            chosen = np.concatenate([chosen, more[more < len(pars)]])
+        cum = np.cumsum(counts[chosen])
+        last = int(np.searchsorted(cum, target))  # first paragraph reaching the target
+        keep = target - (int(cum[last - 1]) if last else 0)
+        tail = " ".join(str(pars[chosen[last]]).split(" ")[:keep])
+        text = f" {_PAR} ".join([*(str(pars[i]) for i in chosen[:last]), tail])
+        body = text.split(" ")
         return _Doc(" ".join(w for w in body[:10] if w != _PAR), np.array(body, dtype=object))
 
     def edit(self, doc: _Doc, rate: float) -> _Doc:
@@ -296,7 +296,7 @@ class _Generator:
         short = rng.random() < self.short_share
         size = 1
         if rng.random() >= self.singleton_share:
-            size = 1 + min(self.max_family - 1, int(rng.zipf(1.8)))
+            size = 2 + int(np.searchsorted(self.size_cdf, rng.random()))
         doc = self.base(short)
         site = self.site()
         bp_rate = site.boilerplate_rate / 4 if short else site.boilerplate_rate
