@@ -72,6 +72,8 @@ def build(seed: int = 2026) -> list[dict[str, str]]:
         add(f"https://news.example/{slug}", _html("news", title, text))
         add(f"https://mirror.example/{slug}", _html("mirror", title, text))  # another template
         add(f"https://copies.example/{slug}", _html("news", title, text))  # exact copy
+        amp = _html("news", title, text).replace("<p>", '<p class="amp">\n  ')
+        add(f"https://news.example/{slug}?amp=1", amp)  # other markup, same text: canonical twin
         add(f"https://news.example/{slug}?print=1", text.upper().replace(".", " ."), "text/plain")  # case/punct
         add(f"https://blog.example/{slug}-revised", _edit(text, 0.03, rng, vocabulary), "text/plain")
         add(f"https://forum.example/{slug}-quoted", BOILERPLATE + _edit(text, 0.10, rng, vocabulary) + " " + BOILERPLATE,
