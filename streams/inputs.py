@@ -110,11 +110,17 @@ def _warc_records(name: str, max_bytes: int) -> Iterator[Page | DeadLetter]:
 
     number = 0
     try:
-        for number, item in enumerate(_warc_items(name, max_bytes), start=1):
+        for item in _warc_items(name, max_bytes):
+            number += 1
             yield item
     except ArchiveLoadFailed as error:
-        yield DeadLetter(name, f"after record {number}", "bad_warc",
-                         f"the WARC file cannot be read further: {str(error).strip()[:300]}", "")
+        yield DeadLetter(
+            name,
+            f"after record {number}",
+            "bad_warc",
+            f"the WARC file cannot be read further: {str(error).strip()[:300]}",
+            "",
+        )
 
 
 def _warc_items(name: str, max_bytes: int) -> Iterator[Page | DeadLetter]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from neardup.core import Page
 from neardup.state import State
 
@@ -23,8 +22,13 @@ def family_pages(seed: int, families: int = 6, size: int = 5, words: int = 150) 
             edits = rng.random(length) < rate
             text[edits] = rng.choice(VOCABULARY, size=int(edits.sum()))
             second = int(rng.integers(0, 59))
-            pages.append(Page(f"https://f{family}.example/{member}", " ".join(text),
-                              f"2026-03-{1 + member:02d}T10:00:{second:02d}.000000Z"))
+            pages.append(
+                Page(
+                    f"https://f{family}.example/{member}",
+                    " ".join(text),
+                    f"2026-03-{1 + member:02d}T10:00:{second:02d}.000000Z",
+                )
+            )
     return pages
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-
 from neardup.core import Tokenizer, html_to_text, looks_like_html, to_canonical_text
 from neardup.core.canonical import TokenBatch
 
@@ -57,7 +56,9 @@ def test_batch_equals_documents_one_by_one(texts: list[str]) -> None:
         assert np.array_equal(batch.of(index), tokenizer.hash_batch([text]).hashes)
 
 
-@given(st.lists(st.sampled_from(["alpha", "beta", "gamma", "x", "yy", "42"]), min_size=1, max_size=30))
+@given(
+    st.lists(st.sampled_from(["alpha", "beta", "gamma", "x", "yy", "42"]), min_size=1, max_size=30)
+)
 def test_equal_words_hash_equal_and_distinct_words_differ(words: list[str]) -> None:
     hashes = Tokenizer(3).hash_batch([" ".join(words)]).hashes
     assert len(hashes) == len(words)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from neardup.core import Settings, SettingsError, candidate_probability, choose_bands
 
 
@@ -57,7 +56,10 @@ def test_settings_round_trip_and_incompatibilities() -> None:
     restored = Settings.from_json(settings.to_json())
     # the stored form pins the bands that were chosen, so a state keeps them
     assert restored.to_json() == settings.to_json()
-    assert (restored.band_count, restored.rows_per_band) == (settings.band_count, settings.rows_per_band)
+    assert (restored.band_count, restored.rows_per_band) == (
+        settings.band_count,
+        settings.rows_per_band,
+    )
     differences = Settings().incompatibilities(settings)
     assert any(d.startswith("shingle_size") for d in differences)
     assert not Settings().incompatibilities(Settings(posting_cap=10))

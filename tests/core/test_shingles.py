@@ -3,7 +3,6 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-
 from neardup.core import Tokenizer, shingle_sets
 
 WORDS = st.sampled_from(["a", "b", "c", "d", "the", "cat", "sat", "on", "mat"])
@@ -29,7 +28,12 @@ def test_shingle_set_size_is_the_number_of_distinct_w_grams(docs: list[list[str]
 def test_shared_w_grams_give_shared_fingerprints(a: list[str], b: list[str]) -> None:
     w = 3
     sa, sb = _sets([" ".join(a), " ".join(b)], w)
-    grams = lambda ws: {tuple(ws[i : i + w]) for i in range(len(ws) - w + 1)} if len(ws) >= w else {tuple(ws)}  # noqa: E731
+
+    def grams(ws: list[str]) -> set[tuple[str, ...]]:
+        return (
+            {tuple(ws[i : i + w]) for i in range(len(ws) - w + 1)} if len(ws) >= w else {tuple(ws)}
+        )
+
     assert len(np.intersect1d(sa, sb)) == len(grams(a) & grams(b))
 
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from neardup.core import Settings, Sketch, SketchMismatchError, estimate
 
 
-def _pair(rng: np.random.Generator, size_a: int, size_b: int, shared: int) -> tuple[np.ndarray, np.ndarray]:
+def _pair(
+    rng: np.random.Generator, size_a: int, size_b: int, shared: int
+) -> tuple[np.ndarray, np.ndarray]:
     pool = np.unique(rng.integers(0, 2**64 - 1, size=size_a + size_b, dtype=np.uint64))
     rng.shuffle(pool)
     common = pool[:shared]
@@ -35,7 +36,12 @@ def test_resemblance_error_matches_the_documented_deviation(resemblance: float) 
         shared = round(2 * size * resemblance / (1 + resemblance))
         a, b = _pair(rng, size, size, shared)
         exact, _ = _exact(a, b)
-        errors.append(estimate(Sketch.from_shingles(a, settings), Sketch.from_shingles(b, settings)).resemblance - exact)
+        errors.append(
+            estimate(
+                Sketch.from_shingles(a, settings), Sketch.from_shingles(b, settings)
+            ).resemblance
+            - exact
+        )
     sigma = np.sqrt(resemblance * (1 - resemblance) / settings.sample_size)
     assert abs(np.mean(errors)) < 4 * sigma / np.sqrt(len(errors))  # unbiased
     assert np.std(errors) < 1.15 * sigma  # no worse than documented
@@ -73,7 +79,9 @@ def test_small_sets_are_compared_exactly() -> None:
 def test_sketches_of_different_settings_refuse_to_compare() -> None:
     values = np.arange(1, 500, dtype=np.uint64) << np.uint64(40)
     with pytest.raises(SketchMismatchError, match="same Settings"):
-        estimate(Sketch.from_shingles(values, Settings()), Sketch.from_shingles(values, Settings(seed=9)))
+        estimate(
+            Sketch.from_shingles(values, Settings()), Sketch.from_shingles(values, Settings(seed=9))
+        )
 
 
 def test_empty_documents_resemble_nothing() -> None:

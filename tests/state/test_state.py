@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from neardup.core import IncompatibleStateError, Settings
 from neardup.core.records import format_fetched_at
 from neardup.state import ClusterInfo, DocRecord, Postings, State, StateView
@@ -31,12 +30,19 @@ def test_settings_are_stored_and_incompatible_reopen_is_refused(tmp_path: Path) 
     st.lists(st.integers(0, 2**32 - 1), max_size=20),
     st.integers(0, 2**64 - 1),
 )
-def test_doc_record_round_trip(url: str, moment: object, count: int, sketch: list[int], twin: int) -> None:
+def test_doc_record_round_trip(
+    url: str, moment: object, count: int, sketch: list[int], twin: int
+) -> None:
     fetched_at = format_fetched_at(moment)  # type: ignore[arg-type]
     url = url.encode("utf-8", "replace").decode("utf-8")
     record = DocRecord(url, fetched_at, count, np.array(sketch, dtype=np.uint32), twin)
     back = DocRecord.decode(record.encode())
-    assert (back.url, back.fetched_at, back.shingle_count, back.duplicate_of) == (url, fetched_at, count, twin)
+    assert (back.url, back.fetched_at, back.shingle_count, back.duplicate_of) == (
+        url,
+        fetched_at,
+        count,
+        twin,
+    )
     assert back.sketch.tolist() == sketch
 
 
@@ -49,8 +55,15 @@ def test_missing_fetched_at_round_trips() -> None:
 
 def _docs(view: StateView, count: int) -> None:
     for doc_id in range(1, count + 1):
-        view.documents.put(doc_id, DocRecord(f"u{doc_id}", f"2026-01-01T00:00:{doc_id % 60:02d}.000000Z", 1,
-                                             np.zeros(0, np.uint32)))
+        view.documents.put(
+            doc_id,
+            DocRecord(
+                f"u{doc_id}",
+                f"2026-01-01T00:00:{doc_id % 60:02d}.000000Z",
+                1,
+                np.zeros(0, np.uint32),
+            ),
+        )
 
 
 def test_posting_lists_are_capped_into_stop_keys() -> None:
@@ -80,4 +93,6 @@ def test_union_find_keeps_older_root_and_sizes() -> None:
         assert sorted(clusters.age(r) for r in (1, 3))[0][1] == 1
         view.commit()
         assert state.view().clusters.members() == {3: [1, 2, 3, 4]}
-        assert dict(state.view().clusters.roots()) == {3: ClusterInfo(4, "2026-01-01T00:00:03.000000Z")}
+        assert dict(state.view().clusters.roots()) == {
+            3: ClusterInfo(4, "2026-01-01T00:00:03.000000Z")
+        }

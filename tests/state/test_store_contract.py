@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from neardup.state import TABLES, MemoryStore, RocksDBStore, Store, Transaction
 
 
@@ -80,14 +79,20 @@ def test_rolled_back_transaction_leaves_no_trace(store: Store) -> None:
     assert store.get("docs", b"k") is None
 
 
-@given(st.dictionaries(st.binary(min_size=1, max_size=8), st.binary(min_size=1, max_size=16), max_size=30))
-def test_memory_and_rocksdb_agree(tmp_path_factory: pytest.TempPathFactory, data: dict[bytes, bytes]) -> None:
+@given(
+    st.dictionaries(
+        st.binary(min_size=1, max_size=8), st.binary(min_size=1, max_size=16), max_size=30
+    )
+)
+def test_memory_and_rocksdb_agree(
+    tmp_path_factory: pytest.TempPathFactory, data: dict[bytes, bytes]
+) -> None:
     path = tmp_path_factory.mktemp("agree") / "db"
     with MemoryStore() as memory, RocksDBStore(path) as rocks:
         for backend in (memory, rocks):
             backend.write({"shingles": dict(data)})
         assert list(memory.items("shingles")) == list(rocks.items("shingles"))
-        keys = list(data) + [b"\x00missing"]
+        keys = [*data, b"\x00missing"]
         assert memory.get_many("shingles", keys) == rocks.get_many("shingles", keys)
 
 

@@ -14,8 +14,14 @@ SAMPLE = REPO / "samples" / "pages.jsonl"
 
 
 def neardup(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "neardup.streams", *args], input=stdin,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "neardup.streams", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +47,14 @@ def test_run_finds_the_families_it_must(state: Path) -> None:
     for family in range(14):
         slug = f"article-{family}"
         # same text in another template, an exact copy, a case/punctuation variant, a 3% revision
-        must_join = [f"https://news.example/{slug}", f"https://mirror.example/{slug}",
-                     f"https://copies.example/{slug}", f"https://news.example/{slug}?print=1",
-                     f"https://news.example/{slug}?amp=1",
-                     f"https://blog.example/{slug}-revised"]
+        must_join = [
+            f"https://news.example/{slug}",
+            f"https://mirror.example/{slug}",
+            f"https://copies.example/{slug}",
+            f"https://news.example/{slug}?print=1",
+            f"https://news.example/{slug}?amp=1",
+            f"https://blog.example/{slug}-revised",
+        ]
         assert len({by_url.get(url) for url in must_join}) == 1, slug
         assert by_url.get(must_join[0]) is not None
     assert not any(url.startswith("https://misc.example/") for url in by_url)  # unrelated pages
@@ -58,16 +68,25 @@ def test_run_finds_the_families_it_must(state: Path) -> None:
 def test_dead_letters_and_events_were_written(state: Path) -> None:
     letters = [json.loads(line) for line in (state / "dead-letters.jsonl").read_text().splitlines()]
     assert [(d["reason"], d["position"]) for d in letters] == [
-        ("not_json", "line 149"), ("missing_field", "line 150"), ("binary_content", "line 151")]
+        ("not_json", "line 149"),
+        ("missing_field", "line 150"),
+        ("binary_content", "line 151"),
+    ]
     events = [json.loads(line) for line in (state.parent / "events.jsonl").read_text().splitlines()]
     assert {e["type"] for e in events} <= {"duplicate", "cluster_merged"}
     assert all(e["schema"] == 1 and len(e["id"]) == 16 for e in events)
-    assert {e["method"] for e in events if e["type"] == "duplicate"} >= {"exact", "canonical", "near"}
+    assert {e["method"] for e in events if e["type"] == "duplicate"} >= {
+        "exact",
+        "canonical",
+        "near",
+    }
 
 
 def test_second_run_on_the_same_input_adds_nothing(state: Path, tmp_path: Path) -> None:
     before = _clusters(state)
-    result = neardup("run", "--state", str(state), "--events", str(tmp_path / "again.jsonl"), str(SAMPLE))
+    result = neardup(
+        "run", "--state", str(state), "--events", str(tmp_path / "again.jsonl"), str(SAMPLE)
+    )
     assert result.returncode == 0 and "0 new documents, 148 already known" in result.stderr
     assert (tmp_path / "again.jsonl").read_text() == ""
     assert _clusters(state) == before
@@ -82,7 +101,9 @@ def test_query_any_document_without_changing_the_state(state: Path) -> None:
     assert len(matches) == 3
     assert matches[0]["url"] in (first["url"], "https://copies.example/article-0")
     assert matches[0]["resemblance"] > 0.9
-    assert [m["resemblance"] for m in matches] == sorted((m["resemblance"] for m in matches), reverse=True)
+    assert [m["resemblance"] for m in matches] == sorted(
+        (m["resemblance"] for m in matches), reverse=True
+    )
     stats = json.loads(neardup("stats", "--state", str(state)).stdout)
     assert stats["documents"] == 148  # the query added nothing
 
@@ -92,7 +113,9 @@ def test_lost_and_found_names_where_the_content_lives(state: Path) -> None:
     found = json.loads(result.stdout)
     assert found["known"] and len(found["versions"]) == 1
     urls = [f["url"] for f in found["found"]]
-    assert "https://copies.example/article-3" in urls and "https://news.example/article-3" not in urls
+    assert (
+        "https://copies.example/article-3" in urls and "https://news.example/article-3" not in urls
+    )
     unknown = json.loads(neardup("query", "--state", str(state), "https://never.example/").stdout)
     assert unknown == {"url": "https://never.example/", "known": False, "versions": [], "found": []}
 

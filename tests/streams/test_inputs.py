@@ -8,13 +8,16 @@ import json
 from pathlib import Path
 
 import pytest
-
 from neardup.core import BadRecordError, page_from_json
+from neardup.state import State
 from neardup.streams import DeadLetter, iter_records
 from neardup.streams.embedded import run
-from neardup.state import State
 
-GOOD = {"url": "https://ok.example/1", "content": "a perfectly fine page of text", "fetched_at": "2026-01-01T00:00:00Z"}
+GOOD = {
+    "url": "https://ok.example/1",
+    "content": "a perfectly fine page of text",
+    "fetched_at": "2026-01-01T00:00:00Z",
+}
 
 
 def _lines(tmp_path: Path, lines: list[bytes]) -> Path:
@@ -23,31 +26,46 @@ def _lines(tmp_path: Path, lines: list[bytes]) -> Path:
     return path
 
 
-def test_each_kind_of_bad_record_becomes_a_dead_letter_and_good_ones_survive(tmp_path: Path) -> None:
+def test_each_kind_of_bad_record_becomes_a_dead_letter_and_good_ones_survive(
+    tmp_path: Path,
+) -> None:
     good = json.dumps(GOOD).encode()
-    path = _lines(tmp_path, [
-        good,
-        b"{not json",
-        json.dumps({"url": "https://x"}).encode(),
-        json.dumps({"content": "no url"}).encode(),
-        json.dumps({"url": "https://x", "content": 42}).encode(),
-        json.dumps({"url": "https://x", "content": "\x00\x01binary"}).encode(),
-        b'{"url": "https://x", "content": "\xff\xfe not utf-8"}',
-        json.dumps({"url": "https://x", "content": "y" * 5000}).encode(),
-        json.dumps({"url": "https://x", "content": "ok", "fetched_at": "yesterday"}).encode(),
-        json.dumps(["a", "list"]).encode(),
-        b"",
-        json.dumps({**GOOD, "url": "https://ok.example/2"}).encode(),
-    ])
+    path = _lines(
+        tmp_path,
+        [
+            good,
+            b"{not json",
+            json.dumps({"url": "https://x"}).encode(),
+            json.dumps({"content": "no url"}).encode(),
+            json.dumps({"url": "https://x", "content": 42}).encode(),
+            json.dumps({"url": "https://x", "content": "\x00\x01binary"}).encode(),
+            b'{"url": "https://x", "content": "\xff\xfe not utf-8"}',
+            json.dumps({"url": "https://x", "content": "y" * 5000}).encode(),
+            json.dumps({"url": "https://x", "content": "ok", "fetched_at": "yesterday"}).encode(),
+            json.dumps(["a", "list"]).encode(),
+            b"",
+            json.dumps({**GOOD, "url": "https://ok.example/2"}).encode(),
+        ],
+    )
     items = list(iter_records(str(path), max_bytes=1000))
     dead = [i for i in items if isinstance(i, DeadLetter)]
     assert [d.reason for d in dead] == [
-        "not_json", "missing_field", "missing_field", "bad_field", "binary_content",
-        "undecodable", "too_large", "bad_fetched_at", "not_an_object",
+        "not_json",
+        "missing_field",
+        "missing_field",
+        "bad_field",
+        "binary_content",
+        "undecodable",
+        "too_large",
+        "bad_fetched_at",
+        "not_an_object",
     ]
     assert [d.position for d in dead] == [f"line {n}" for n in range(2, 11)]
     assert all(d.source == str(path) for d in dead)
-    assert [i.url for i in items if not isinstance(i, DeadLetter)] == ["https://ok.example/1", "https://ok.example/2"]
+    assert [i.url for i in items if not isinstance(i, DeadLetter)] == [
+        "https://ok.example/1",
+        "https://ok.example/2",
+    ]
 
 
 def test_run_counts_and_writes_dead_letters(tmp_path: Path) -> None:
@@ -56,14 +74,19 @@ def test_run_counts_and_writes_dead_letters(tmp_path: Path) -> None:
     with State.open(None) as state:
         summary = run(state, [str(path)], dead_letters=out)
     assert summary.documents == 1 and summary.records == 3
-    assert summary.dead_letters == {"not_json": 1, "undecodable": 1} or summary.dead_letters == {"not_json": 2}
+    assert summary.dead_letters == {"not_json": 1, "undecodable": 1} or summary.dead_letters == {
+        "not_json": 2
+    }
     letters = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [letter["position"] for letter in letters] == ["line 2", "line 3"]
     assert all(letter["reason"] and letter["error"] for letter in letters)
 
 
 def test_oversized_line_is_skipped_without_being_held(tmp_path: Path) -> None:
-    path = _lines(tmp_path, [b'{"url": "u", "content": "' + b"z" * 3_000_000 + b'"}', json.dumps(GOOD).encode()])
+    path = _lines(
+        tmp_path,
+        [b'{"url": "u", "content": "' + b"z" * 3_000_000 + b'"}', json.dumps(GOOD).encode()],
+    )
     items = list(iter_records(str(path), max_bytes=10_000))
     assert isinstance(items[0], DeadLetter) and items[0].reason == "too_large"
     assert not isinstance(items[1], DeadLetter)
@@ -91,9 +114,17 @@ def _warc_response(number: int, url: str, body: bytes, content_type: str) -> byt
 def test_warc_responses_become_pages(tmp_path: Path) -> None:
     path = tmp_path / "crawl.warc.gz"
     records = [
-        ("https://w.example/a", b"<html><body><p>Hello from a WARC</p></body></html>", "text/html; charset=utf-8"),
+        (
+            "https://w.example/a",
+            b"<html><body><p>Hello from a WARC</p></body></html>",
+            "text/html; charset=utf-8",
+        ),
         ("https://w.example/img", b"\x89PNG....", "image/png"),
-        ("https://w.example/latin", "café au lait".encode("latin-1"), "text/plain; charset=iso-8859-1"),
+        (
+            "https://w.example/latin",
+            "café au lait".encode("latin-1"),
+            "text/plain; charset=iso-8859-1",
+        ),
     ]
     path.write_bytes(b"".join(gzip.compress(_warc_response(n, *r)) for n, r in enumerate(records)))
     items = list(iter_records(str(path)))

@@ -5,20 +5,25 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-
 from neardup.core import Page, Settings
 from neardup.state import DocRecord, State
 from neardup.streams import ClusterMerged, Detector, Duplicate
+
 from tests.helpers import family_pages, partition
 
 
 @given(
     st.integers(2, 12).flatmap(
-        lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=20))
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=20),
+        )
     ),
     st.randoms(use_true_random=False),
 )
-def test_union_find_partition_and_ids_do_not_depend_on_edge_order(graph: tuple[int, list[tuple[int, int]]], random: object) -> None:
+def test_union_find_partition_and_ids_do_not_depend_on_edge_order(
+    graph: tuple[int, list[tuple[int, int]]], random: object
+) -> None:
     count, edges = graph
     shuffled = list(edges)
     random.shuffle(shuffled)  # type: ignore[attr-defined]
@@ -39,11 +44,15 @@ def test_union_find_partition_and_ids_do_not_depend_on_edge_order(graph: tuple[i
             assert sum(sizes.values()) == count  # a partition: every document exactly once
             for root, size in sizes.items():
                 assert size == sum(1 for r in groups.values() if r == root)
-                assert root == min(doc for doc, r in groups.items() if r == root)  # the oldest keeps the id
+                assert root == min(
+                    doc for doc, r in groups.items() if r == root
+                )  # the oldest keeps the id
     assert results[0] == results[1]
 
 
-def _run(pages: list[Page], batch_size: int = 7, settings: Settings | None = None) -> tuple[set[frozenset[str]], list[object]]:
+def _run(
+    pages: list[Page], batch_size: int = 7, settings: Settings | None = None
+) -> tuple[set[frozenset[str]], list[object]]:
     with State.open(None, settings) as state:
         detector = Detector(state)
         events: list[object] = []
@@ -53,7 +62,9 @@ def _run(pages: list[Page], batch_size: int = 7, settings: Settings | None = Non
 
 
 @given(st.integers(0, 10_000), st.randoms(use_true_random=False), st.integers(1, 40))
-def test_arrival_order_and_batching_do_not_change_clusters(seed: int, random: object, batch: int) -> None:
+def test_arrival_order_and_batching_do_not_change_clusters(
+    seed: int, random: object, batch: int
+) -> None:
     pages = family_pages(seed)
     shuffled = list(pages)
     random.shuffle(shuffled)  # type: ignore[attr-defined]
@@ -96,12 +107,20 @@ def test_identical_canonical_and_shingle_equivalent_shortcuts() -> None:
     pages = [
         Page("https://o/1", text, "2026-01-01T00:00:00Z"),
         Page("https://o/2", text, "2026-01-02T00:00:00Z"),
-        Page("https://o/3", "<html><body><p>" + text.upper() + "!</p></body></html>", "2026-01-03T00:00:00Z"),
+        Page(
+            "https://o/3",
+            "<html><body><p>" + text.upper() + "!</p></body></html>",
+            "2026-01-03T00:00:00Z",
+        ),
         Page("https://o/4", text + " the quick brown fox jumps", "2026-01-04T00:00:00Z"),
         Page("https://r/1", "la " * 7, "2026-01-05T00:00:00Z"),
         Page("https://r/2", "la " * 6, "2026-01-06T00:00:00Z"),  # the same single shingle
     ]
     _, events = _run(pages)
     methods = {e.doc.url: e.method for e in events if isinstance(e, Duplicate)}
-    assert methods == {"https://o/2": "exact", "https://o/3": "canonical", "https://o/4": "near",
-                       "https://r/2": "shingle"}
+    assert methods == {
+        "https://o/2": "exact",
+        "https://o/3": "canonical",
+        "https://o/4": "near",
+        "https://r/2": "shingle",
+    }
