@@ -24,9 +24,9 @@ def shingle_sets(tokens: TokenBatch, shingle_size: int, seed: int) -> list[U64]:
     mix = np.uint64(seeded_constant(seed, _SHINGLE_MIX))
     hashes, offsets = tokens.hashes, tokens.offsets
     total = len(hashes)
-    windows = total - shingle_size + 1
-    combined: U64 = np.zeros(max(windows, 0), dtype=np.uint64)
-    for j in range(shingle_size):
+    windows = max(total - shingle_size + 1, 0)
+    combined: U64 = np.zeros(windows, dtype=np.uint64)
+    for j in range(shingle_size if windows else 0):
         combined = combined * base + hashes[j : j + windows]
     fingerprints = fmix64(combined ^ mix)
     sets: list[U64] = []

@@ -23,7 +23,8 @@ from selectolax.lexbor import LexborHTMLParser
 
 Pairs = list[tuple[int, int]]
 # detect(shingle_sets, threshold, num_perm) -> (verified pairs, phase timings in seconds)
-Detector = Callable[[list[list[str]], float, int], tuple[Pairs, dict[str, float]]]
+Phases = dict[str, float | int | str]
+Detector = Callable[[list[list[str]], float, int], tuple[Pairs, Phases]]
 
 _TOKEN = re.compile(r"[^\W_]+")
 _DROPPED = ["script", "style", "noscript", "template", "svg"]
@@ -117,7 +118,7 @@ def main(name: str, detect: Detector, argv: Sequence[str] | None = None) -> None
         "read_canonicalize_s": round(t1 - t0, 3),
         "json_parse_s": round(read_s, 3),
         "detect_s": round(t2 - t1, 3),
-        **{k: round(v, 3) for k, v in phases.items()},
+        **{k: round(v, 3) if isinstance(v, float) else v for k, v in phases.items()},
         "cluster_write_s": round(t3 - t2, 3),
         "verified_pairs": len(pairs),
         "clusters": len(groups),

@@ -12,10 +12,10 @@ import time
 
 from datasketch import MinHash, MinHashLSH
 
-from ._common import Pairs, main
+from ._common import Pairs, Phases, main
 
 
-def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, dict[str, float]]:
+def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, Phases]:
     t0 = time.perf_counter()
     sketches = MinHash.bulk([[s.encode() for s in shs] for shs in sets], num_perm=num_perm)
     t1 = time.perf_counter()

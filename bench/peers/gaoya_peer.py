@@ -18,10 +18,10 @@ import time
 
 from gaoya.minhash import MinHashStringIndex
 
-from ._common import Pairs, main
+from ._common import Pairs, Phases, main
 
 
-def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, dict[str, float]]:
+def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, Phases]:
     t0 = time.perf_counter()
     index = MinHashStringIndex(hash_size=32, jaccard_threshold=threshold, num_bands=None,
                                band_size=None, num_hashes=num_perm)

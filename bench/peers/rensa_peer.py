@@ -14,13 +14,13 @@ import time
 
 from rensa import RMinHash, RMinHashLSH
 
-from ._common import Pairs, main
+from ._common import Pairs, Phases, main
 
 SEED = 42
 NUM_BANDS = 32
 
 
-def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, dict[str, float]]:
+def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, Phases]:
     t0 = time.perf_counter()
     sketches = RMinHash.from_token_sets(sets, num_perm=num_perm, seed=SEED)
     t1 = time.perf_counter()

@@ -47,3 +47,8 @@ def test_shingles_never_span_two_documents() -> None:
 def test_seed_changes_every_fingerprint() -> None:
     tokens = Tokenizer(1).hash_batch(["a b c d e f g h"])
     assert not np.intersect1d(shingle_sets(tokens, 3, 1)[0], shingle_sets(tokens, 3, 2)[0]).size
+
+
+def test_a_batch_shorter_than_one_shingle() -> None:
+    sets = _sets(["a b", "c"], 5)
+    assert [len(s) for s in sets] == [1, 1]
