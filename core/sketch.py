@@ -97,7 +97,7 @@ def estimate(a: Sketch, b: Sketch) -> Estimate:
         union_size = len(a.values) + len(b.values) - len(common)
         shared = len(common)
     else:
-        union = np.union1d(a.values, b.values)[: a.sample_size]
+        union = drop_repeats(np.sort(np.concatenate([a.values, b.values])))[: a.sample_size]
         union_size = len(union)
         shared = int(np.searchsorted(common, union[-1], side="right"))
     cutoff = min(a._cutoff(), b._cutoff())

@@ -28,7 +28,7 @@ _DOC_HEAD = struct.Struct(
     "<BBqIQH"
 )  # version, flags, fetched_at micros, shingle count, duplicate of, url length
 _CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
-_POSTINGS_HEAD = struct.Struct("<BBQ")  # version, flags, times requested
+_STOP_MARK = b"\xff"
 _VERSION = 1
 _NO_TIME = -(2**63)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -125,18 +125,26 @@ class ClusterInfo:
 
 @dataclass(frozen=True, slots=True)
 class Postings:
-    """A posting list, or a stop key (too common: its documents are no longer kept)."""
+    """A posting list, or a stop key (too common: its documents are no longer kept).
+
+    Layout: a plain list is just its 8-byte ids (a multiple of 8 bytes, no header, since most
+    lists hold one document); a stop key is a marker byte and the 8-byte request count.
+    """
 
     doc_ids: npt.NDArray[np.uint64]
     stopped: bool
     requests: int  # how many documents have carried this key
 
     def encode(self) -> bytes:
-        head = _POSTINGS_HEAD.pack(_VERSION, 1 if self.stopped else 0, self.requests)
-        return head + encode_ids(self.doc_ids)
+        if self.stopped:
+            return _STOP_MARK + self.requests.to_bytes(8, "big")
+        return encode_ids(self.doc_ids)
 
     @classmethod
     def decode(cls, raw: bytes) -> Postings:
-        _check_version(raw, "posting list")
-        _, flags, requests = _POSTINGS_HEAD.unpack_from(raw)
-        return cls(decode_ids(raw[_POSTINGS_HEAD.size :]), bool(flags & 1), requests)
+        if len(raw) % 8:
+            if raw[:1] != _STOP_MARK or len(raw) != 9:
+                raise StateError(f"a stored posting list of {len(raw)} bytes is corrupt")
+            return cls(np.zeros(0, dtype=np.uint64), True, int.from_bytes(raw[1:], "big"))
+        ids = decode_ids(raw)
+        return cls(ids, False, len(ids))

@@ -39,27 +39,23 @@ class PostingIndex:
     def add(self, keys: Sequence[bytes], doc_id: int) -> set[int]:
         """Add a document under each key; returns the documents that were already there."""
         found: set[int] = set()
-        new_id = np.array([doc_id], dtype=np.uint64)
+        mine = doc_id.to_bytes(8, "big")
         for key, raw in zip(keys, self._tx.get_many(self._table, keys), strict=True):
             if raw is None:
-                self._tx.put(self._table, key, Postings(new_id, False, 1).encode())
+                self._tx.put(self._table, key, mine)
                 continue
             postings = Postings.decode(raw)
             if postings.stopped:
                 self._mark_stop(key, postings.requests + 1)
                 continue
-            ids = postings.doc_ids
+            ids = postings.doc_ids.tolist()
             if doc_id in ids:
                 continue
-            found.update(ids.tolist())
+            found.update(ids)
             if len(ids) + 1 >= self._cap:
-                self._mark_stop(key, postings.requests + 1)
+                self._mark_stop(key, len(ids) + 1)
             else:
-                self._tx.put(
-                    self._table,
-                    key,
-                    Postings(np.append(ids, new_id), False, postings.requests + 1).encode(),
-                )
+                self._tx.put(self._table, key, raw + mine)
         return found
 
     def _mark_stop(self, key: bytes, requests: int) -> None:

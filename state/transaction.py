@@ -41,7 +41,10 @@ class Transaction:
         return None if value is _MISSING or not value else value
 
     def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
-        self.prefetch(table, keys)
+        pending = self._pending.get(table, {})
+        cache = self._cache.setdefault(table, {})
+        if any(key not in pending and key not in cache for key in keys):
+            self.prefetch(table, keys)
         return [self.get(table, key) for key in keys]
 
     def put(self, table: str, key: bytes, value: bytes) -> None:

@@ -224,7 +224,11 @@ class Detector:
     def process(self, pages: list[Page]) -> BatchResult:
         prepared = self.preparer.prepare(pages)
         view = self.state.view()
+        # a few batched reads for the whole batch instead of many point reads
         view.documents.prefetch(doc.doc_id for doc in prepared)
+        keys = [_index_keys(doc) for doc in prepared]
+        view.super_shingles.prefetch([k for super_keys, _ in keys for k in super_keys])
+        view.short_shingles.prefetch([k for _, shingle_keys in keys for k in shingle_keys])
         result = BatchResult()
         before = view.counters.get("repeats")
         for doc in prepared:
