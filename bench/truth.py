@@ -32,8 +32,8 @@ import numpy.typing as npt
 
 __all__ = ["PairScores", "components", "pair_scores", "pairwise_scores", "true_clusters"]
 
-BLOCK_WORK = 24_000_000
-BLOCK_BINS = 24_000_000
+BLOCK_WORK = 4_000_000
+BLOCK_BINS = 4_000_000
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
