@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
-
-from bench.corpus import generate
-from bench.truth import pair_scores, pairwise_scores, true_clusters
 from neardup.core import Page, Settings, Tokenizer, shingle_sets, to_canonical_text
 from neardup.state import State
 from neardup.streams import Detector
+
+from bench.corpus import generate
+from bench.truth import pair_scores, pairwise_scores, true_clusters
 from tests.helpers import partition
 
 F1_BOUND = 0.97
