@@ -48,9 +48,25 @@ _VARIANT_CDF = np.cumsum([0.18, 0.14, 0.32, 0.12, 0.10, 0.14])[:-1]
 _T0 = datetime(2024, 1, 1, tzinfo=UTC)
 _PAR = "\n"  # paragraph separator inside a word list; never edited
 _NAV_LABELS = (
-    "Home", "About", "Contact", "Blog", "News", "Products", "Services", "Support", "Docs",
-    "Pricing", "Careers", "Community", "Forum", "Events", "Press", "Login", "Search", "Help",
-)  # fmt: skip
+    "Home",
+    "About",
+    "Contact",
+    "Blog",
+    "News",
+    "Products",
+    "Services",
+    "Support",
+    "Docs",
+    "Pricing",
+    "Careers",
+    "Community",
+    "Forum",
+    "Events",
+    "Press",
+    "Login",
+    "Search",
+    "Help",
+)
 _CONTENT_TYPES = ("text/html; charset=utf-8", "text/html", "application/xhtml+xml")
 Words = npt.NDArray[np.object_]
 
@@ -193,8 +209,17 @@ def _render(doc: _Doc, site: _Site, boilerplate: bool, plain: bool) -> tuple[str
 class _Generator:
     """Makes families; all randomness flows from one seed through spawned generators."""
 
-    def __init__(self, seed: int, short_share: float, n_sites: int, singleton_share: float,
-                 max_family: int, median_words: int, sigma: float, max_words: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        seed: int,
+        short_share: float,
+        n_sites: int,
+        singleton_share: float,
+        max_family: int,
+        median_words: int,
+        sigma: float,
+        max_words: int,
+    ) -> None:
         self.seed = seed
         self.rng = np.random.default_rng([seed, 0xC0])
         self.short_share = short_share
@@ -206,7 +231,7 @@ class _Generator:
         weights = 1.0 / (np.arange(n_sites) + 5.0) ** 1.2  # a few big sites, a long tail
         self.site_cdf = np.cumsum(weights / weights.sum())
         # Sizes 2..max_family of non-singleton families, P(size) ~ (size - 1) ** -1.6.
-        sizes = (np.arange(1, max_family) ** -1.6)
+        sizes = np.arange(1, max_family) ** -1.6
         self.size_cdf = np.cumsum(sizes / sizes.sum())[:-1]
         self.sites: dict[int, _Site] = {}
         self.next_url = 0
@@ -319,11 +344,13 @@ class _Generator:
                 out.append((self.url(other), *_render(doc, other, True, plain), family_id))
             elif kind == "edit":
                 rate = EDIT_RATES[int(rng.integers(0, len(EDIT_RATES)))]
-                out.append((self.url(site), *_render(self.edit(doc, rate), site, False, plain),
-                            family_id))  # fmt: skip
+                out.append(
+                    (self.url(site), *_render(self.edit(doc, rate), site, False, plain), family_id)
+                )
             elif kind == "excerpt":
-                out.append((self.url(site), *_render(self.excerpt(doc), site, False, plain),
-                            family_id))  # fmt: skip
+                out.append(
+                    (self.url(site), *_render(self.excerpt(doc), site, False, plain), family_id)
+                )
             elif kind == "exact":
                 out.append((self.url(other), content, ctype, family_id))
             else:
@@ -352,8 +379,9 @@ def iter_pages(
     """
     if n_docs < 0 or not 0.0 <= short_share <= 1.0:
         raise ValueError("n_docs must be >= 0 and short_share in [0, 1]")
-    gen = _Generator(seed, short_share, n_sites, singleton_share, max_family, median_words,
-                     sigma, max_words)  # fmt: skip
+    gen = _Generator(
+        seed, short_share, n_sites, singleton_share, max_family, median_words, sigma, max_words
+    )
     sched = np.random.default_rng([seed, 0x5C])
     clock = np.random.default_rng([seed, 0x71])
     pending: list[tuple[int, int, tuple[str, str, str, int]]] = []
@@ -393,9 +421,18 @@ def generate(
 ) -> list[Page]:
     """All pages of :func:`iter_pages` as a list."""
     return list(
-        iter_pages(n_docs, seed, short_share, n_sites=n_sites, singleton_share=singleton_share,
-                   max_family=max_family, max_delay=max_delay, median_words=median_words,
-                   sigma=sigma, max_words=max_words)  # fmt: skip
+        iter_pages(
+            n_docs,
+            seed,
+            short_share,
+            n_sites=n_sites,
+            singleton_share=singleton_share,
+            max_family=max_family,
+            max_delay=max_delay,
+            median_words=median_words,
+            sigma=sigma,
+            max_words=max_words,
+        )
     )
 
 
@@ -404,8 +441,12 @@ def write_jsonl(pages: Iterable[Page], path: str) -> int:
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for p in pages:
-            record = {"url": p.url, "content": p.content, "fetched_at": p.fetched_at,
-                      "content_type": p.content_type}  # fmt: skip
+            record = {
+                "url": p.url,
+                "content": p.content,
+                "fetched_at": p.fetched_at,
+                "content_type": p.content_type,
+            }
             fh.write(json.dumps(record, ensure_ascii=False))
             fh.write("\n")
             n += 1

@@ -19,8 +19,8 @@ df * (df - 1) / 2) for the counting, in blocks bounded to ``BLOCK_WORK`` co-occu
 ``BLOCK_BINS`` counters (so the extra memory is ~ 50 bytes x BLOCK_WORK + 8 bytes x
 BLOCK_BINS, ~250 MB).  Measured on the stdlib-prose corpus (``bench.corpus``, seed 1) at 20k
 documents: N = 14.6M entries, 1.8M distinct shingles of which 0.42M are shared, 0.39e9
-co-occurrences, 16.9M scored pairs; ~13-19 s and ~2.7 GB peak RSS on one core (the output
-arrays themselves are ~0.6 GB).  The co-occurrence term grows roughly quadratically with n,
+co-occurrences, 16.9M scored pairs; ~13-19 s and ~2.4 GB peak RSS on one core (the output
+arrays themselves are ~0.8 GB).  The co-occurrence term grows roughly quadratically with n,
 because the source text is reused, so use this up to a few tens of thousands of documents.
 """
 
@@ -60,8 +60,9 @@ def pair_scores(sets: Sequence[npt.NDArray[np.uint64]]) -> PairScores:
     sizes = np.fromiter((len(s) for s in sets), dtype=np.int64, count=n)
     empty = np.zeros(0, dtype=np.int64)
     if n < 2 or sizes.sum() == 0:
-        return PairScores(empty, empty, empty, empty.astype(np.float64),
-                          empty.astype(np.float64), sizes)  # fmt: skip
+        return PairScores(
+            empty, empty, empty, empty.astype(np.float64), empty.astype(np.float64), sizes
+        )
     values = np.concatenate([np.asarray(s, dtype=np.uint64) for s in sets])
     docs = np.repeat(np.arange(n, dtype=np.int64), sizes)
     order = np.argsort(values, kind="stable")  # stable: doc ids stay ascending within a run

@@ -31,8 +31,13 @@ def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pair
                 pairs.append((j, i))
         lsh.insert(i, m, check_duplication=False)
     t2 = time.perf_counter()
-    return pairs, {"sketch_s": t1 - t0, "lsh_verify_s": t2 - t1, "candidates": candidates,
-                   "bands": lsh.b, "rows": lsh.r}
+    return pairs, {
+        "sketch_s": t1 - t0,
+        "lsh_verify_s": t2 - t1,
+        "candidates": candidates,
+        "bands": lsh.b,
+        "rows": lsh.r,
+    }
 
 
 if __name__ == "__main__":

@@ -23,8 +23,13 @@ from ._common import Pairs, Phases, main
 
 def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, Phases]:
     t0 = time.perf_counter()
-    index = MinHashStringIndex(hash_size=32, jaccard_threshold=threshold, num_bands=None,
-                               band_size=None, num_hashes=num_perm)
+    index = MinHashStringIndex(
+        hash_size=32,
+        jaccard_threshold=threshold,
+        num_bands=None,
+        band_size=None,
+        num_hashes=num_perm,
+    )
     native = index.minhash_index
     pairs: Pairs = []
     candidates = 0
@@ -37,8 +42,11 @@ def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pair
                 pairs.append((j, i))
         native.insert_tokens(i, shs)
     t1 = time.perf_counter()
-    return pairs, {"sketch_lsh_verify_s": t1 - t0, "candidates": candidates,
-                   "index": str(index).split(" size")[0]}
+    return pairs, {
+        "sketch_lsh_verify_s": t1 - t0,
+        "candidates": candidates,
+        "index": str(index).split(" size")[0],
+    }
 
 
 if __name__ == "__main__":
