@@ -38,25 +38,51 @@ class PostingIndex:
 
     def add(self, keys: Sequence[bytes], doc_id: int) -> set[int]:
         """Add a document under each key; returns the documents that were already there."""
-        found: set[int] = set()
-        mine = doc_id.to_bytes(8, "big")
-        for key, raw in zip(keys, self._tx.get_many(self._table, keys), strict=True):
-            if raw is None:
-                self._tx.put(self._table, key, mine)
-                continue
-            postings = Postings.decode(raw)
-            if postings.stopped:
-                self._mark_stop(key, postings.requests + 1)
-                continue
-            ids = postings.doc_ids.tolist()
+        return self.add_batch([keys], [doc_id])[0]
+
+    def add_batch(
+        self, key_lists: Sequence[Sequence[bytes]], doc_ids: Sequence[int]
+    ) -> list[set[int]]:
+        """Add documents in order, each under its keys; for each, the documents that were
+        already there (earlier ones of the batch included): the same as ``add`` one by one."""
+        carriers: dict[bytes, list[int]] = {}
+        for owner, keys in enumerate(key_lists):
+            for key in keys:
+                carriers.setdefault(key, []).append(owner)
+        unique = list(carriers)
+        stored = self._tx.get_many(self._table, unique)
+        found: list[set[int]] = [set() for _ in doc_ids]
+        for key, raw in zip(unique, stored, strict=True):
+            owners = carriers[key]
+            if raw is None and len(owners) == 1:  # the common case: a key seen for the first time
+                self._tx.put(self._table, key, doc_ids[owners[0]].to_bytes(8, "big"))
+            else:
+                self._add_in_order(key, raw, owners, doc_ids, found)
+        return found
+
+    def _add_in_order(
+        self,
+        key: bytes,
+        raw: bytes | None,
+        owners: list[int],
+        doc_ids: Sequence[int],
+        found: list[set[int]],
+    ) -> None:
+        postings = Postings.decode(raw) if raw is not None else None
+        if postings is not None and postings.stopped:
+            self._mark_stop(key, postings.requests + len(owners))
+            return
+        ids: list[int] = [] if postings is None else postings.doc_ids.tolist()
+        for position, owner in enumerate(owners):
+            doc_id = doc_ids[owner]
             if doc_id in ids:
                 continue
-            found.update(ids)
-            if len(ids) + 1 >= self._cap:
-                self._mark_stop(key, len(ids) + 1)
-            else:
-                self._tx.put(self._table, key, raw + mine)
-        return found
+            found[owner].update(ids)
+            ids.append(doc_id)
+            if len(ids) >= self._cap:  # later carriers in the batch still count as requests
+                self._mark_stop(key, len(ids) + len(owners) - 1 - position)
+                return
+        self._tx.put(self._table, key, b"".join(i.to_bytes(8, "big") for i in ids))
 
     def _mark_stop(self, key: bytes, requests: int) -> None:
         empty = np.zeros(0, dtype=np.uint64)

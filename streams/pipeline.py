@@ -16,6 +16,7 @@ from neardup.core import (
     Preparer,
     Settings,
     Sketch,
+    StateError,
     estimate,
     sketch_family,
 )
@@ -23,7 +24,15 @@ from neardup.state import DocRecord, FingerprintKind, State, StateView
 
 from .events import ClusterMerged, DocRef, Duplicate, Event
 
-__all__ = ["BatchResult", "Detector", "Match", "find_similar", "ingest", "stored_sketch"]
+__all__ = [
+    "BatchResult",
+    "Detector",
+    "Match",
+    "find_similar",
+    "ingest",
+    "ingest_batch",
+    "stored_sketch",
+]
 
 _EXACT_METHODS = (
     (FingerprintKind.RAW, "exact"),
@@ -95,48 +104,92 @@ def _verify(
     return matches
 
 
-def ingest(view: StateView, doc: PreparedDoc, settings: Settings) -> list[Event]:
-    """Add one prepared document to the state; the events it causes, in order."""
-    docs = view.documents
-    if docs.exists(doc.doc_id):
+def _admit(view: StateView, doc: PreparedDoc) -> tuple[int, str] | bool | None:
+    """Register a new document's URL and fingerprints. False for a document already known;
+    else its exact twin (doc id, method), or None."""
+    if view.documents.exists(doc.doc_id):
         view.counters.add("repeats")
-        return []
-    page = doc.page
-    me = DocRef(doc.doc_id, page.url, page.fetched_at)
-    view.urls.add(page.url, page.fetched_at, doc.doc_id)
+        return False
+    view.urls.add(doc.page.url, doc.page.fetched_at, doc.doc_id)
     view.counters.add("documents")
     twin = _exact_twin(view, doc)
     for kind, _ in _EXACT_METHODS:
         fingerprint = _fingerprint_of(doc, kind)
         if fingerprint is not None and view.fingerprints.lookup(kind, fingerprint) is None:
             view.fingerprints.register(kind, fingerprint, doc.doc_id)
-    if twin is not None:
-        twin_id, method = twin
-        owner = docs.sketch_owner(twin_id)
-        assert owner is not None, "a fingerprint points at a missing document"
-        owner_id = owner[0]
-        docs.put(
-            doc.doc_id,
-            DocRecord(
-                page.url,
-                page.fetched_at,
-                doc.shingle_count,
-                np.zeros(0, np.uint32),
-                duplicate_of=owner_id,
-            ),
-        )
-        twin_record = docs.get(twin_id)
-        assert twin_record is not None
-        exact = Estimate(1.0, 1.0, 1.0, True)
-        return _join(view, me, [Match(_ref(twin_id, twin_record), method, exact, twin_id)])
+    return twin
 
-    super_keys, shingle_keys = _index_keys(doc)
-    candidates = view.super_shingles.add(super_keys, doc.doc_id) if super_keys else set()
-    if shingle_keys:
-        candidates |= view.short_shingles.add(shingle_keys, doc.doc_id)
+
+def _store_twin(view: StateView, doc: PreparedDoc, twin: tuple[int, str]) -> list[Event]:
+    """An exact/canonical/shingle twin keeps no sketch and joins the twin's cluster."""
+    twin_id, method = twin
+    owner = view.documents.sketch_owner(twin_id)
+    twin_record = view.documents.get(twin_id)
+    if owner is None or twin_record is None:
+        raise StateError(f"fingerprint table points at missing document {twin_id:016x}")
+    page = doc.page
+    view.documents.put(
+        doc.doc_id,
+        DocRecord(
+            page.url,
+            page.fetched_at,
+            doc.shingle_count,
+            np.zeros(0, np.uint32),
+            duplicate_of=owner[0],
+        ),
+    )
+    exact = Estimate(1.0, 1.0, 1.0, True)
+    me = DocRef(doc.doc_id, page.url, page.fetched_at)
+    return _join(view, me, [Match(_ref(twin_id, twin_record), method, exact, twin_id)])
+
+
+def _store_and_join(
+    view: StateView, doc: PreparedDoc, candidates: set[int], settings: Settings
+) -> list[Event]:
     matches = _verify(view, doc, candidates, settings, settings.threshold)
-    docs.put(doc.doc_id, DocRecord(page.url, page.fetched_at, doc.shingle_count, doc.sketch.values))
+    page = doc.page
+    view.documents.put(
+        doc.doc_id, DocRecord(page.url, page.fetched_at, doc.shingle_count, doc.sketch.values)
+    )
+    me = DocRef(doc.doc_id, page.url, page.fetched_at)
     return _join(view, me, matches) if matches else []
+
+
+def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -> list[Event]:
+    """Add prepared documents, in order, to the state; the events they cause, in order.
+
+    The result is the same as adding them one at a time: fingerprints are registered in
+    order, each document's candidates are the documents before it (in the batch or already
+    stored) that share a key, and joins happen in order. Only the index reads and writes are
+    grouped, which keeps Python work per key to a minimum.
+    """
+    view.documents.prefetch(doc.doc_id for doc in docs)
+    view.fingerprints.prefetch(
+        view.fingerprints.key(kind, fp)
+        for doc in docs
+        for kind, _ in _EXACT_METHODS
+        if (fp := _fingerprint_of(doc, kind)) is not None
+    )
+    admitted = [(doc, _admit(view, doc)) for doc in docs]
+    fresh = [doc for doc, twin in admitted if twin is None]
+    keys = [_index_keys(doc) for doc in fresh]
+    fresh_ids = [doc.doc_id for doc in fresh]
+    near = view.super_shingles.add_batch([super_keys for super_keys, _ in keys], fresh_ids)
+    short = view.short_shingles.add_batch([shingle_keys for _, shingle_keys in keys], fresh_ids)
+    candidates = {doc.doc_id: a | b for doc, a, b in zip(fresh, near, short, strict=True)}
+    events: list[Event] = []
+    for doc, twin in admitted:
+        if twin is None:
+            events.extend(_store_and_join(view, doc, candidates[doc.doc_id], settings))
+        elif twin is not False:
+            assert not isinstance(twin, bool)
+            events.extend(_store_twin(view, doc, twin))
+    return events
+
+
+def ingest(view: StateView, doc: PreparedDoc, settings: Settings) -> list[Event]:
+    """Add one prepared document to the state; the events it causes, in order."""
+    return ingest_batch(view, [doc], settings)
 
 
 def _join(view: StateView, me: DocRef, matches: list[Match]) -> list[Event]:
@@ -224,15 +277,9 @@ class Detector:
     def process(self, pages: list[Page]) -> BatchResult:
         prepared = self.preparer.prepare(pages)
         view = self.state.view()
-        # a few batched reads for the whole batch instead of many point reads
-        view.documents.prefetch(doc.doc_id for doc in prepared)
-        keys = [_index_keys(doc) for doc in prepared]
-        view.super_shingles.prefetch([k for super_keys, _ in keys for k in super_keys])
-        view.short_shingles.prefetch([k for _, shingle_keys in keys for k in shingle_keys])
         result = BatchResult()
         before = view.counters.get("repeats")
-        for doc in prepared:
-            result.events.extend(ingest(view, doc, self.settings))
+        result.events = ingest_batch(view, prepared, self.settings)
         result.repeats = view.counters.get("repeats") - before
         result.documents = len(prepared) - result.repeats
         view.commit()
