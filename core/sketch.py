@@ -18,6 +18,7 @@ sketches give exact resemblance and containment: short documents are compared ex
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,10 +28,10 @@ from ._hashing import drop_repeats
 from .exceptions import SketchMismatchError
 from .settings import Settings
 
-__all__ = ["Estimate", "Sketch", "estimate", "sketch_family"]
+__all__ = ["Estimate", "Sketch", "estimate", "estimate_pairs", "sketch_family"]
 
 U32 = npt.NDArray[np.uint32]
-_ABOVE_ALL = np.uint64(1 << 32)
+_NO_CUTOFF = 1 << 32  # above every 32-bit sample value
 
 
 def sketch_family(settings: Settings) -> int:
@@ -66,9 +67,9 @@ class Sketch:
         """True when the sample is the whole shingle set."""
         return self.shingle_count <= self.sample_size
 
-    def _cutoff(self) -> np.uint64:
+    def _cutoff(self) -> int | None:
         # values above the cut-off are not sampled; a complete sketch has none
-        return _ABOVE_ALL if self.complete or len(self.values) == 0 else np.uint64(self.values[-1])
+        return None if self.complete or len(self.values) == 0 else int(self.values[-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,30 +84,76 @@ class Estimate:
 
 def estimate(a: Sketch, b: Sketch) -> Estimate:
     """Estimate resemblance and containment from two sketches of the same family."""
-    if a.family != b.family or a.sample_size != b.sample_size:
-        raise SketchMismatchError(
-            "these sketches were made with different seeds, token units, shingle sizes or "
-            f"sample sizes (sample sizes {a.sample_size} and {b.sample_size}): make both with "
-            "the same Settings"
-        )
-    exact = a.complete and b.complete
-    if len(a.values) == 0 or len(b.values) == 0:
-        return Estimate(0.0, 0.0, 0.0, exact)
-    common = np.intersect1d(a.values, b.values, assume_unique=True)
-    if exact:
-        union_size = len(a.values) + len(b.values) - len(common)
-        shared = len(common)
-    else:
-        union = drop_repeats(np.sort(np.concatenate([a.values, b.values])))[: a.sample_size]
-        union_size = len(union)
-        shared = int(np.searchsorted(common, union[-1], side="right"))
-    cutoff = min(a._cutoff(), b._cutoff())
-    shared_below = int(np.searchsorted(common, cutoff, side="right"))
-    a_below = int(np.searchsorted(a.values, cutoff, side="right"))
-    b_below = int(np.searchsorted(b.values, cutoff, side="right"))
-    return Estimate(
-        resemblance=shared / union_size,
-        containment=shared_below / a_below if a_below else 0.0,
-        containment_reverse=shared_below / b_below if b_below else 0.0,
-        exact=exact,
+    return estimate_pairs([a], [b])[0]
+
+
+def _flatten(
+    sketches: Sequence[Sketch],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """All values in one ascending array, each tagged with its pair index in the high bits."""
+    lengths = np.fromiter((len(s.values) for s in sketches), dtype=np.int64, count=len(sketches))
+    owner = np.repeat(np.arange(len(sketches), dtype=np.int64), lengths)
+    values = np.concatenate([s.values for s in sketches]).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return (owner << 32) | values, owner, starts
+
+
+def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Estimate]:
+    """``estimate`` for many pairs at once (first[i] with second[i]), vectorised.
+
+    Both sides are flattened into one ascending array each (pair index in the high bits), so
+    a single binary search finds, for every sampled value of a first sketch, whether its pair
+    partner holds it and how many of the partner's values are smaller: its rank in the union.
+    """
+    if len(first) != len(second):
+        raise ValueError(f"{len(first)} first sketches but {len(second)} second ones")
+    for a, b in zip(first, second, strict=True):
+        if a.family != b.family or a.sample_size != b.sample_size:
+            raise SketchMismatchError(
+                "these sketches were made with different seeds, token units, shingle sizes or "
+                f"sample sizes (sample sizes {a.sample_size} and {b.sample_size}): make both "
+                "with the same Settings"
+            )
+    pairs = len(first)
+    if not pairs:
+        return []
+    left, owner, left_starts = _flatten(first)
+    right, right_owner, right_starts = _flatten(second)
+    position = np.searchsorted(right, left)
+    shared = (
+        right[np.minimum(position, max(len(right) - 1, 0))] == left if len(right) else position < 0
+    )
+    smaller_right = position - right_starts[owner]
+    index_in_left = np.arange(len(left)) - left_starts[owner]
+    shared_running = np.concatenate([[0], np.cumsum(shared)])
+    shared_before = shared_running[:-1] - shared_running[left_starts[owner]]
+    union_rank = index_in_left - shared_before + smaller_right + 1
+    exact = np.array([a.complete and b.complete for a, b in zip(first, second, strict=True)])
+    limit = np.where(exact, np.iinfo(np.int64).max, first[0].sample_size)
+    left_sizes = np.bincount(owner, minlength=pairs)
+    right_sizes = np.bincount(right_owner, minlength=pairs)
+    shared_count = np.bincount(owner, weights=shared, minlength=pairs)
+    union_size = np.minimum(left_sizes + right_sizes - shared_count, limit)
+    shared_in_union = np.bincount(
+        owner, weights=shared & (union_rank <= limit[owner]), minlength=pairs
+    )
+    cutoff = np.minimum(_cutoffs(first), _cutoffs(second))
+    left_below = (left & 0xFFFFFFFF) <= cutoff[owner]
+    right_below = np.bincount(
+        right_owner, weights=(right & 0xFFFFFFFF) <= cutoff[right_owner], minlength=pairs
+    )
+    shared_below = np.bincount(owner, weights=shared & left_below, minlength=pairs)
+    left_below_count = np.bincount(owner, weights=left_below, minlength=pairs)
+    resemblance = np.where(union_size > 0, shared_in_union / np.maximum(union_size, 1), 0.0)
+    containment = shared_below / np.maximum(left_below_count, 1)
+    reverse = shared_below / np.maximum(right_below, 1)
+    return [
+        Estimate(float(r), float(c), float(v), bool(e))
+        for r, c, v, e in zip(resemblance, containment, reverse, exact, strict=True)
+    ]
+
+
+def _cutoffs(sketches: Sequence[Sketch]) -> npt.NDArray[np.int64]:
+    return np.array(
+        [_NO_CUTOFF if (c := s._cutoff()) is None else c for s in sketches], dtype=np.int64
     )

@@ -41,9 +41,11 @@ class Transaction:
         return None if value is _MISSING or not value else value
 
     def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
-        pending = self._pending.get(table, {})
-        cache = self._cache.setdefault(table, {})
-        if any(key not in pending and key not in cache for key in keys):
+        pending = self._pending.get(table)
+        cache = self._cache.get(table)
+        if not pending and not cache:  # nothing local to overlay: one batched read
+            return self.store.get_many(table, keys)
+        if any(key not in (pending or {}) and key not in (cache or {}) for key in keys):
             self.prefetch(table, keys)
         return [self.get(table, key) for key in keys]
 

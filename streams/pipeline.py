@@ -17,7 +17,7 @@ from neardup.core import (
     Settings,
     Sketch,
     StateError,
-    estimate,
+    estimate_pairs,
     sketch_family,
 )
 from neardup.state import DocRecord, FingerprintKind, State, StateView
@@ -88,19 +88,46 @@ def _index_keys(doc: PreparedDoc) -> tuple[list[bytes], list[bytes]]:
     )
 
 
-def _verify(
-    view: StateView, doc: PreparedDoc, candidates: set[int], settings: Settings, floor: float
-) -> list[Match]:
-    ordered = sorted(candidates - {doc.doc_id})
-    view.documents.prefetch(ordered)
-    matches = []
-    for candidate in ordered:
-        record = view.documents.get(candidate)
-        if record is None or record.duplicate_of:
-            continue
-        found = estimate(doc.sketch, stored_sketch(record, settings))
+def _verify_all(
+    view: StateView,
+    queries: list[tuple[PreparedDoc, set[int]]],
+    settings: Settings,
+    floor: float,
+    local: dict[int, PreparedDoc] | None = None,
+) -> list[list[Match]]:
+    """Estimate every (document, candidate) pair in one vectorised call; for each document,
+    the candidates whose estimate passes ``floor`` (resemblance, or with ``floor`` 0 all).
+
+    Candidates come from the store, or from ``local``: documents of the same batch that are
+    not stored yet. A pair whose shingle counts alone rule out resemblance ``floor``
+    (J <= min/max) is not estimated.
+    """
+    local = local or {}
+    stored = sorted({c for _, cands in queries for c in cands if c not in local})
+    view.documents.prefetch(stored)
+    first: list[Sketch] = []
+    second: list[Sketch] = []
+    owners: list[tuple[int, DocRef]] = []
+    for index, (doc, candidates) in enumerate(queries):
+        for candidate in sorted(candidates - {doc.doc_id}):
+            twin = local.get(candidate)
+            if twin is not None:
+                ref, sketch = DocRef(candidate, twin.page.url, twin.page.fetched_at), twin.sketch
+            else:
+                record = view.documents.get(candidate)
+                if record is None or record.duplicate_of:
+                    continue
+                ref, sketch = _ref(candidate, record), stored_sketch(record, settings)
+            sizes = sorted((doc.shingle_count, sketch.shingle_count))
+            if floor > 0 and sizes[0] < floor * sizes[1]:
+                continue
+            first.append(doc.sketch)
+            second.append(sketch)
+            owners.append((index, ref))
+    matches: list[list[Match]] = [[] for _ in queries]
+    for (index, ref), found in zip(owners, estimate_pairs(first, second), strict=True):
         if found.resemblance >= floor:
-            matches.append(Match(_ref(candidate, record), "near", found, candidate))
+            matches[index].append(Match(ref, "near", found, ref.doc_id))
     return matches
 
 
@@ -143,10 +170,7 @@ def _store_twin(view: StateView, doc: PreparedDoc, twin: tuple[int, str]) -> lis
     return _join(view, me, [Match(_ref(twin_id, twin_record), method, exact, twin_id)])
 
 
-def _store_and_join(
-    view: StateView, doc: PreparedDoc, candidates: set[int], settings: Settings
-) -> list[Event]:
-    matches = _verify(view, doc, candidates, settings, settings.threshold)
+def _store_and_join(view: StateView, doc: PreparedDoc, matches: list[Match]) -> list[Event]:
     page = doc.page
     view.documents.put(
         doc.doc_id, DocRecord(page.url, page.fetched_at, doc.shingle_count, doc.sketch.values)
@@ -176,11 +200,18 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     fresh_ids = [doc.doc_id for doc in fresh]
     near = view.super_shingles.add_batch([super_keys for super_keys, _ in keys], fresh_ids)
     short = view.short_shingles.add_batch([shingle_keys for _, shingle_keys in keys], fresh_ids)
-    candidates = {doc.doc_id: a | b for doc, a, b in zip(fresh, near, short, strict=True)}
+    verified = _verify_all(
+        view,
+        [(doc, a | b) for doc, a, b in zip(fresh, near, short, strict=True)],
+        settings,
+        settings.threshold,
+        local={doc.doc_id: doc for doc in fresh},
+    )
+    matches = {doc.doc_id: found for doc, found in zip(fresh, verified, strict=True)}
     events: list[Event] = []
     for doc, twin in admitted:
         if twin is None:
-            events.extend(_store_and_join(view, doc, candidates[doc.doc_id], settings))
+            events.extend(_store_and_join(view, doc, matches[doc.doc_id]))
         elif twin is not False:
             assert not isinstance(twin, bool)
             events.extend(_store_twin(view, doc, twin))
@@ -244,7 +275,7 @@ def find_similar(
     candidates = view.super_shingles.candidates(super_keys) | view.short_shingles.candidates(
         shingle_keys
     )
-    for match in _verify(view, doc, candidates, settings, 0.0):
+    for match in _verify_all(view, [(doc, candidates)], settings, 0.0)[0]:
         e = match.estimate
         if (
             match.doc.doc_id not in matches
