@@ -75,7 +75,8 @@ class PostingIndex:
         ids: list[int] = [] if postings is None else postings.doc_ids.tolist()
         for position, owner in enumerate(owners):
             doc_id = doc_ids[owner]
-            if doc_id in ids:
+            if doc_id in ids:  # posted before (a replay): the same documents came before it
+                found[owner].update(ids[: ids.index(doc_id)])
                 continue
             found[owner].update(ids)
             ids.append(doc_id)
