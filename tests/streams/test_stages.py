@@ -128,7 +128,7 @@ def test_in_order_input_gives_the_embedded_cluster_ids() -> None:
     pages.sort(key=lambda p: p.fetched_at)
     with State.open(None) as embedded:
         Detector(embedded).process(pages)
-        expected = {line for line in _id_lines(embedded)}
+        expected = set(_id_lines(embedded))
     topology = Topology(3, Settings(), random.Random(1), replay=0.0)
     topology.publish(pages)
     topology.drain()
