@@ -68,12 +68,18 @@ class Duplicate:
 
 @dataclass(frozen=True, slots=True)
 class ClusterMerged:
-    """Two clusters became one through ``doc``; the older keeps its id, ``retired`` is gone."""
+    """Two clusters became one through ``doc``; the older keeps its id, ``retired`` is gone.
+
+    ``cluster_root`` and ``retired_root`` are the first documents of the two clusters: when
+    one of them was a single document, no earlier event named it, and a consumer following
+    clusters needs its URL."""
 
     cluster: int
     retired: int
     size: int
     doc: DocRef
+    cluster_root: DocRef
+    retired_root: DocRef
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,6 +90,8 @@ class ClusterMerged:
             "retired": format_id(self.retired),
             "size": self.size,
             "doc": self.doc.to_json(),
+            "cluster_root": self.cluster_root.to_json(),
+            "retired_root": self.retired_root.to_json(),
         }
 
 

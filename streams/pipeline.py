@@ -70,6 +70,11 @@ def _ref(doc_id: int, record: DocRecord) -> DocRef:
     return DocRef(doc_id, record.url, record.fetched_at)
 
 
+def _root(view: StateView, root: int) -> DocRef:
+    record = view.documents.get(root)
+    return _ref(root, record) if record else DocRef(root, "", "")
+
+
 def _exact_twin(view: StateView, doc: PreparedDoc) -> tuple[int, str] | None:
     for kind, method in _EXACT_METHODS:
         fingerprint = _fingerprint_of(doc, kind)
@@ -236,7 +241,9 @@ def _join(view: StateView, me: DocRef, matches: list[Match]) -> list[Event]:
     merged: list[Event] = []
     for retired in ordered[1:]:
         size = clusters.merge(survivor, retired)
-        merged.append(ClusterMerged(survivor, retired, size, me))
+        merged.append(
+            ClusterMerged(survivor, retired, size, me, _root(view, survivor), _root(view, retired))
+        )
     view.counters.add("duplicates")
     duplicate = Duplicate(
         me,

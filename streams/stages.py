@@ -298,6 +298,11 @@ def _recall(view: StateView, key: bytes) -> list[dict[str, Any]]:
     return [] if raw is None else list(json.loads(raw))
 
 
+def _stored_ref(view: StateView, doc_id: int) -> DocRef:
+    record = view.documents.get(doc_id)
+    return DocRef(doc_id, record.url if record else "", record.fetched_at if record else "")
+
+
 def stage_union(view: StateView, edge: EdgeMessage) -> list[dict[str, Any]]:
     """Union-find over verified edges, in the one order of the edges partition.
 
@@ -336,6 +341,8 @@ def stage_union(view: StateView, edge: EdgeMessage) -> list[dict[str, Any]]:
         view.counters.add("duplicates")
     if not joining or taken_over:
         # two clusters met, or a late-arriving older page took over a cluster's id
-        events.append(ClusterMerged(survivor, retired, size, edge.doc))
+        # every root was the end of an edge, so the union stage has its url
+        roots = [_stored_ref(view, root) for root in (survivor, retired)]
+        events.append(ClusterMerged(survivor, retired, size, edge.doc, *roots))
     _remember(view, pair_key, events)
     return [event.to_json() for event in events]

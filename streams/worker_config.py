@@ -1,0 +1,77 @@
+"""What a Kafka worker needs to know: one frozen dataclass, validated, with env defaults."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
+
+__all__ = ["ENVIRONMENT", "WorkerConfig"]
+
+#: Every worker flag's environment variable (the flag wins when both are given).
+ENVIRONMENT = {
+    "broker": "NEARDUP_BROKER",
+    "state_dir": "NEARDUP_STATE",
+    "partitions": "NEARDUP_PARTITIONS",
+    "pages_topic": "NEARDUP_PAGES_TOPIC",
+    "events_topic": "NEARDUP_EVENTS_TOPIC",
+    "dead_letter_topic": "NEARDUP_DEAD_LETTER_TOPIC",
+    "app_id": "NEARDUP_APP_ID",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    """One worker of a deployment; every worker of the deployment must agree on all but
+    ``state_dir``."""
+
+    broker: str
+    state_dir: Path
+    partitions: int = 4
+    pages_topic: str = "neardup.pages"
+    events_topic: str = "neardup.events"
+    dead_letter_topic: str = "neardup.dead-letter"
+    #: Faust application id: the consumer group and the prefix of internal topics.
+    app_id: str = "neardup"
+    settings: Settings = field(default_factory=Settings)
+    #: pages prepared together (vectorised), and the longest wait to fill a batch (seconds)
+    batch_size: int = 256
+    batch_wait: float = 0.2
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    rebalance_timeout: float = 4.0
+
+    def __post_init__(self) -> None:
+        host, _, port = self.broker.rpartition(":")
+        if not host or not port.isdigit():
+            raise NeardupError(f"broker {self.broker!r} is not HOST:PORT (e.g. localhost:9092)")
+        if not 1 <= self.partitions <= 1024:
+            raise NeardupError(
+                f"partitions={self.partitions} is out of range: use 1 to 1024 (the pages topic's "
+                "partition count; every worker of a deployment must use the same)"
+            )
+        if self.batch_size < 1 or self.batch_wait <= 0:
+            raise NeardupError(
+                f"batch_size={self.batch_size}, batch_wait={self.batch_wait}: "
+                "use a positive batch size and wait"
+            )
+        for name in (self.pages_topic, self.events_topic, self.dead_letter_topic, self.app_id):
+            if not name or any(c in name for c in " /\\,"):
+                raise NeardupError(f"{name!r} is not a usable topic name or application id")
+
+    @staticmethod
+    def from_environment(
+        given: Mapping[str, object], environ: Mapping[str, str] | None = None
+    ) -> dict[str, object]:
+        """The flags given, completed from the environment variables of ``ENVIRONMENT``."""
+        environ = os.environ if environ is None else environ
+        merged = {k: v for k, v in given.items() if v is not None}
+        for name, variable in ENVIRONMENT.items():
+            if name not in merged and variable in environ:
+                value: object = environ[variable]
+                if name == "partitions":
+                    value = int(str(value))
+                merged[name] = value
+        return merged
