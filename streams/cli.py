@@ -150,7 +150,80 @@ def _parser() -> argparse.ArgumentParser:
 
     stats = commands.add_parser("stats", help="documents, clusters, largest clusters, stop keys")
     _add_state(stats)
+    _add_worker(commands)
     return parser
+
+
+def _worker_flag(field: str) -> str:
+    return "--state" if field == "state_dir" else "--" + field.replace("_", "-")
+
+
+def _add_worker(commands: Any) -> None:
+    from .worker_config import ENVIRONMENT
+
+    worker = commands.add_parser(
+        "worker",
+        help="run a Kafka worker of the detection topology (until SIGTERM/SIGINT)",
+        description="Every flag may come from its environment variable instead: "
+        + ", ".join(f"{_worker_flag(k)} ${v}" for k, v in ENVIRONMENT.items())
+        + ". Every worker of a deployment must use the same partitions, topics, app id and "
+        "settings.",
+    )
+    worker.add_argument("--broker", metavar="HOST:PORT", help="Kafka bootstrap server")
+    worker.add_argument(
+        "--state", dest="state_dir", metavar="DIR", help="this worker's state directory"
+    )
+    worker.add_argument(
+        "--partitions", type=int, metavar="N", help="partitions of every topic (default 4)"
+    )
+    worker.add_argument("--pages-topic", metavar="NAME", help="default neardup.pages")
+    worker.add_argument("--events-topic", metavar="NAME", help="default neardup.events")
+    worker.add_argument("--dead-letter-topic", metavar="NAME", help="default neardup.dead-letter")
+    worker.add_argument(
+        "--app-id", metavar="NAME", help="consumer group and internal topic prefix (neardup)"
+    )
+    worker.add_argument(
+        "--batch-size", type=int, default=256, metavar="N", help="pages prepared together"
+    )
+    worker.add_argument(
+        "--max-record-bytes",
+        type=int,
+        default=DEFAULT_MAX_RECORD_BYTES,
+        metavar="N",
+        help=f"larger messages are dead letters (default {DEFAULT_MAX_RECORD_BYTES})",
+    )
+    worker.add_argument(
+        "--loglevel", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    _add_settings(worker)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from .worker import run_worker
+    from .worker_config import ENVIRONMENT, WorkerConfig
+
+    given = {name: getattr(args, name, None) for name in ENVIRONMENT}
+    merged = WorkerConfig.from_environment(given)
+    for required in ("broker", "state_dir"):
+        if required not in merged:
+            raise NeardupError(
+                f"{_worker_flag(required)} (or ${ENVIRONMENT[required]}) is required"
+            )
+    overrides = {
+        field: getattr(args, option)
+        for option, field in _SETTING_OPTIONS.items()
+        if getattr(args, option, None) is not None
+    }
+    config = WorkerConfig(
+        broker=str(merged.pop("broker")),
+        state_dir=Path(str(merged.pop("state_dir"))),
+        settings=Settings().replace(**overrides),
+        batch_size=args.batch_size,
+        max_record_bytes=args.max_record_bytes,
+        **merged,  # type: ignore[arg-type]
+    )
+    run_worker(config, args.loglevel)
+    return 0
 
 
 def _open_output(stack: ExitStack, name: str | None) -> IO[str] | None:
@@ -208,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "query":
             return _query(args)
+        if args.command == "worker":
+            return _worker(args)
         if not Path(args.state).exists():
             raise NeardupError(
                 f"there is no state in {args.state}: "
