@@ -13,8 +13,7 @@ so a worker killed between two writes of one message redoes that message on rest
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 
 from neardup.state import Changes, Store
 
@@ -22,14 +21,20 @@ __all__ = ["TableStore"]
 
 
 class TableStore(Store):
-    """Named Faust tables (``bytes -> bytes``) seen through the Store interface."""
+    """Named mutable mappings (``bytes -> bytes``; Faust tables in a worker) as a Store.
 
-    def __init__(self, tables: Mapping[str, Any]) -> None:
+    A stage keeps only the tables it uses; using another is an error that names them.
+    """
+
+    def __init__(self, tables: Mapping[str, MutableMapping[bytes, bytes]]) -> None:
         for name in tables:
             self.check_table(name)
-        self._tables = dict(tables)
+        self._tables: dict[str, MutableMapping[bytes, bytes]] | None = dict(tables)
 
-    def _table(self, table: str) -> Any:
+    def _table(self, table: str) -> MutableMapping[bytes, bytes]:
+        if self._tables is None:
+            raise RuntimeError("the store is closed")
+        self.check_table(table)
         try:
             return self._tables[table]
         except KeyError:
@@ -60,4 +65,5 @@ class TableStore(Store):
                     target[key] = bytes(value)
 
     def close(self) -> None:
-        """Faust owns the tables; nothing to release."""
+        """Forget the tables (Faust owns and closes them)."""
+        self._tables = None
