@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from neardup.core import Page, Preparer, Settings
 from neardup.state import State
 from neardup.streams import Detector
+from neardup.streams.event_clusters import clusters_from_events
 from neardup.streams.stages import (
     CandidateMessage,
     DocMessage,
@@ -116,6 +117,8 @@ def test_topology_gives_the_embedded_clusters_in_any_interleaving(
     topology.publish(pages)
     topology.drain()
     assert partition(topology.union_state) == expected
+    followed = clusters_from_events(topology.events)  # what a downstream consumer sees
+    assert {frozenset(line["members"]) for line in followed} == expected
     ids = [e["id"] for e in topology.events]
     distinct = {e["id"]: e for e in topology.events}
     assert all(
