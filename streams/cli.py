@@ -127,9 +127,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="no progress and no summary")
 
-    clusters = commands.add_parser("clusters", help="print clusters as JSON Lines, largest first")
-    _add_state(clusters)
+    clusters = commands.add_parser(
+        "clusters",
+        help="print clusters as JSON Lines, largest first",
+        description="From a state directory (--state), or rebuilt from the events topic of a "
+        "Kafka deployment (--broker, or $NEARDUP_BROKER; --topic, or $NEARDUP_EVENTS_TOPIC).",
+    )
+    source = clusters.add_mutually_exclusive_group()
+    source.add_argument("--state", metavar="DIR", help="state directory (RocksDB)")
+    source.add_argument(
+        "--broker", metavar="HOST:PORT", help="Kafka bootstrap server (env NEARDUP_BROKER)"
+    )
     clusters.add_argument("--all", action="store_true", help="include single documents")
+    _add_events_topic(clusters, idle_default=3.0)
 
     query = commands.add_parser(
         "query", help="documents similar to a file, stdin, or a known URL (lost and found)"
@@ -151,7 +161,124 @@ def _parser() -> argparse.ArgumentParser:
     stats = commands.add_parser("stats", help="documents, clusters, largest clusters, stop keys")
     _add_state(stats)
     _add_worker(commands)
+    _add_kafka_client(commands)
     return parser
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(name) or default
+
+
+def _add_events_topic(parser: argparse.ArgumentParser, idle_default: float | None) -> None:
+    from .kafka_client import DEFAULT_EVENTS_TOPIC
+
+    parser.add_argument(
+        "--topic",
+        default=_env("NEARDUP_EVENTS_TOPIC", DEFAULT_EVENTS_TOPIC),
+        metavar="NAME",
+        help=f"events topic (env NEARDUP_EVENTS_TOPIC; default {DEFAULT_EVENTS_TOPIC})",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=idle_default,
+        metavar="S",
+        help="stop when no event arrived for S seconds (default "
+        + ("never" if idle_default is None else f"{idle_default:g}")
+        + ")",
+    )
+
+
+def _add_kafka_client(commands: Any) -> None:
+    from .kafka_client import DEFAULT_DEAD_LETTER_TOPIC, DEFAULT_PAGES_TOPIC
+
+    broker_help = "Kafka bootstrap server (env NEARDUP_BROKER)"
+    publish = commands.add_parser(
+        "publish",
+        help="send pages to the pages topic (the crawler side of Kafka mode)",
+        description="Valid pages are sent as the input contract, keyed by url; JSON Lines "
+        "lines that fail validation are sent unchanged, so that the worker puts them in its "
+        "dead-letter topic; what cannot be sent (oversized records, WARC records that are not "
+        "text) is listed on stderr. Prints a summary as JSON.",
+    )
+    publish.add_argument("--broker", metavar="HOST:PORT", help=broker_help)
+    publish.add_argument(
+        "--topic",
+        default=_env("NEARDUP_PAGES_TOPIC", DEFAULT_PAGES_TOPIC),
+        metavar="NAME",
+        help=f"pages topic (env NEARDUP_PAGES_TOPIC; default {DEFAULT_PAGES_TOPIC})",
+    )
+    publish.add_argument(
+        "--max-record-bytes",
+        type=int,
+        default=DEFAULT_MAX_RECORD_BYTES,
+        metavar="N",
+        help=f"larger records are not sent (default {DEFAULT_MAX_RECORD_BYTES})",
+    )
+    publish.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="JSON Lines file, - for stdin, or a .warc[.gz] file",
+    )
+    events = commands.add_parser(
+        "events",
+        help="print the events of a Kafka deployment as JSON Lines",
+        description="Reads without a consumer group (it never moves a deployment's offsets).",
+    )
+    events.add_argument("--broker", metavar="HOST:PORT", help=broker_help)
+    _add_events_topic(events, idle_default=None)
+    events.add_argument(
+        "--from-beginning", action="store_true", help="from the oldest event (default: new ones)"
+    )
+    events.add_argument(
+        "--dead-letters",
+        action="store_true",
+        help="follow the dead-letter topic instead (--dead-letter-topic, env "
+        f"NEARDUP_DEAD_LETTER_TOPIC; default {DEFAULT_DEAD_LETTER_TOPIC})",
+    )
+    events.add_argument(
+        "--dead-letter-topic",
+        default=_env("NEARDUP_DEAD_LETTER_TOPIC", DEFAULT_DEAD_LETTER_TOPIC),
+        metavar="NAME",
+        help=argparse.SUPPRESS,
+    )
+
+
+def _broker(args: argparse.Namespace) -> str:
+    broker = args.broker or _env("NEARDUP_BROKER")
+    if not broker:
+        raise NeardupError("--broker HOST:PORT (or $NEARDUP_BROKER) is required")
+    return str(broker)
+
+
+def _kafka_client(args: argparse.Namespace) -> int:
+    from . import kafka_client
+
+    if args.command == "publish":
+        summary = kafka_client.publish(
+            _broker(args), args.topic, args.inputs, args.max_record_bytes
+        )
+        for letter in summary.refused:
+            print(json.dumps(letter.to_json(), ensure_ascii=False), file=sys.stderr)
+        _print_json({"topic": args.topic, **summary.to_json()})
+    elif args.command == "events":
+        topic = args.dead_letter_topic if args.dead_letters else args.topic
+        for event in kafka_client.follow_events(
+            _broker(args), topic, args.from_beginning, args.idle_timeout
+        ):
+            _print_json(event)
+            sys.stdout.flush()
+    else:
+        if not (args.broker or _env("NEARDUP_BROKER")):
+            raise NeardupError("clusters needs --state DIR or --broker HOST:PORT ($NEARDUP_BROKER)")
+        if args.all:
+            raise NeardupError("--all needs --state: events name only clusters of two or more")
+        for line in kafka_client.clusters_from_broker(
+            _broker(args), args.topic, args.idle_timeout
+        ):
+            _print_json(line)
+    return 0
 
 
 def _worker_flag(field: str) -> str:
@@ -193,6 +320,12 @@ def _add_worker(commands: Any) -> None:
         help=f"larger messages are dead letters (default {DEFAULT_MAX_RECORD_BYTES})",
     )
     worker.add_argument(
+        "--no-recovery-check",
+        action="store_true",
+        help="restore tables even when their local offset is past the broker's high watermark "
+        "(only for brokers that under-report it, such as Tansu 0.6)",
+    )
+    worker.add_argument(
         "--loglevel", default="warning", choices=["debug", "info", "warning", "error"]
     )
     _add_settings(worker)
@@ -220,6 +353,7 @@ def _worker(args: argparse.Namespace) -> int:
         settings=Settings().replace(**overrides),
         batch_size=args.batch_size,
         max_record_bytes=args.max_record_bytes,
+        recovery_consistency_check=not args.no_recovery_check,
         **merged,  # type: ignore[arg-type]
     )
     run_worker(config, args.loglevel)
@@ -283,6 +417,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _query(args)
         if args.command == "worker":
             return _worker(args)
+        if args.command in ("publish", "events") or (
+            args.command == "clusters" and args.state is None
+        ):
+            return _kafka_client(args)
         if not Path(args.state).exists():
             raise NeardupError(
                 f"there is no state in {args.state}: "

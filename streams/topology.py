@@ -104,6 +104,7 @@ def build_app(config: WorkerConfig) -> faust.App:
         broker_commit_interval=1.0,
         stream_buffer_maxsize=4 * config.batch_size,
         producer_linger=0.005,
+        recovery_consistency_check=config.recovery_consistency_check,
     )
 
     def topic(name: str, partitions: int) -> Any:

@@ -1,0 +1,246 @@
+"""The Faust topology against a real broker: `neardup worker` processes must find exactly
+the clusters of the embedded run, with one worker or two, through a SIGKILL and a restart,
+and send malformed messages to the dead-letter topic while the good ones around them pass.
+
+Workers are real `neardup worker` processes; the crawler side is a kafka-python producer.
+Clusters are followed from the events topic alone, as a downstream consumer would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer
+from neardup.core import Page, page_from_json
+from neardup.state import State
+from neardup.streams import Detector
+from neardup.streams.event_clusters import clusters_from_events
+
+from tests.helpers import partition
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "samples" / "pages.jsonl"
+PARTITIONS = 4
+MAX_RECORD_BYTES = 64 * 1024
+#: how long a run may take to reach the expected clusters (workers start in ~8 s)
+SETTLE_SECONDS = 90.0
+
+
+def _sample_lines() -> list[bytes]:
+    lines = [line for line in SAMPLE.read_bytes().splitlines() if line.strip()]
+    oversized = json.dumps(
+        {"url": "https://big.example/", "content": "word " * (MAX_RECORD_BYTES // 4)}
+    ).encode()
+    return [*lines, oversized]
+
+
+def _embedded_partition(lines: list[bytes]) -> set[frozenset[str]]:
+    pages: list[Page] = []
+    for line in lines:
+        try:
+            pages.append(page_from_json(line, MAX_RECORD_BYTES))
+        except ValueError:
+            continue
+    with State.open(None) as state:
+        Detector(state).process(pages)
+        return partition(state)
+
+
+class Deployment:
+    """Topic names of one test (a fresh app id, so tests never share topics or groups)."""
+
+    def __init__(self, broker: str, root: Path) -> None:
+        self.broker = broker
+        self.root = root
+        self.app_id = f"nd-{uuid.uuid4().hex[:8]}"
+        self.pages = f"{self.app_id}.pages"
+        self.events = f"{self.app_id}.events"
+        self.dead_letters = f"{self.app_id}.dead-letter"
+        self.workers: list[subprocess.Popen[bytes]] = []
+
+    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
+        state = self.root / name
+        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "neardup.streams",
+                "worker",
+                "--broker",
+                self.broker,
+                "--state",
+                str(state),
+                "--partitions",
+                str(PARTITIONS),
+                "--app-id",
+                self.app_id,
+                "--pages-topic",
+                self.pages,
+                "--events-topic",
+                self.events,
+                "--dead-letter-topic",
+                self.dead_letters,
+                "--max-record-bytes",
+                str(MAX_RECORD_BYTES),
+                "--batch-size",
+                "32",
+                "--loglevel",
+                "info",
+                *([] if os.environ.get("NEARDUP_TEST_BROKER") else ["--no-recovery-check"]),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
+        )
+        log.close()
+        self.workers.append(process)
+        return process
+
+    def publish(self, lines: list[bytes]) -> None:
+        producer = KafkaProducer(bootstrap_servers=self.broker, linger_ms=5)
+        try:
+            for line in lines:
+                try:
+                    key = str(json.loads(line).get("url", "")).encode()
+                except (ValueError, AttributeError):
+                    key = b""
+                producer.send(self.pages, key=key or None, value=line)
+            producer.flush(timeout=30)
+        finally:
+            producer.close()
+
+    def read(self, topic: str, idle_ms: int = 3000) -> list[dict[str, object]]:
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=self.broker,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=idle_ms,
+        )
+        try:
+            return [json.loads(message.value) for message in consumer]
+        finally:
+            consumer.close()
+
+    def clusters(self) -> set[frozenset[str]]:
+        events = self.read(self.events)
+        return {frozenset(line["members"]) for line in clusters_from_events(events)}  # type: ignore[arg-type]
+
+    def wait_for(self, expected: set[frozenset[str]]) -> set[frozenset[str]]:
+        deadline = time.monotonic() + SETTLE_SECONDS
+        found: set[frozenset[str]] = set()
+        while time.monotonic() < deadline:
+            self.check_alive()
+            found = self.clusters()
+            if found == expected:
+                return found
+            time.sleep(2)
+        return found
+
+    def check_alive(self) -> None:
+        for process in self.workers:
+            if process.poll() is not None and process.returncode not in (0, -signal.SIGKILL):
+                logs = "\n".join(p.read_text()[-3000:] for p in self.root.glob("*.log"))
+                raise AssertionError(f"a worker exited with {process.returncode}:\n{logs}")
+
+    def stop(self) -> None:
+        for process in self.workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.workers:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+
+
+@contextmanager
+def deployment(broker: str, root: Path) -> Iterator[Deployment]:
+    running = Deployment(broker, root)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _documents_seen(run: Deployment) -> int:
+    """Distinct documents the topology stored: the keys of its docs topic."""
+    consumer = KafkaConsumer(
+        f"{run.app_id}-docs",
+        bootstrap_servers=run.broker,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
+    )
+    try:
+        return len({message.key for message in consumer})
+    finally:
+        consumer.close()
+
+
+def test_one_worker_finds_the_embedded_clusters_and_dead_letters_bad_messages(
+    broker: str, tmp_path: Path
+) -> None:
+    lines = _sample_lines()
+    expected = _embedded_partition(lines)
+    with deployment(broker, tmp_path) as run:
+        run.start_worker("w1")
+        run.publish(lines)
+        assert run.wait_for(expected) == expected
+        dead = run.read(run.dead_letters)
+        reasons = sorted(str(letter["reason"]) for letter in dead)
+        assert reasons == ["binary_content", "missing_field", "not_json", "too_large"]
+        assert all(letter["topic"] == run.pages and "offset" in letter for letter in dead)
+        # nothing lost: every record is a document or a dead letter
+        assert _documents_seen(run) + len(dead) == len(lines)
+
+
+def test_two_workers_on_four_partitions_find_the_embedded_clusters(
+    broker: str, tmp_path: Path
+) -> None:
+    lines = _sample_lines()
+    expected = _embedded_partition(lines)
+    with deployment(broker, tmp_path) as run:
+        run.start_worker("w1")
+        run.start_worker("w2")
+        run.publish(lines)
+        assert run.wait_for(expected) == expected
+
+
+@pytest.mark.parametrize("restart_on", ["same-state", "fresh-state"])
+def test_a_worker_killed_mid_stream_and_restarted_ends_with_the_same_clusters(
+    broker: str, tmp_path: Path, restart_on: str
+) -> None:
+    lines = _sample_lines()
+    expected = _embedded_partition(lines)
+    with deployment(broker, tmp_path) as run:
+        first = run.start_worker("w1")
+        half = len(lines) // 2
+        run.publish(lines[:half])
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while not run.read(run.events, idle_ms=1000) and time.monotonic() < deadline:
+            time.sleep(0.5)  # kill it while it works, once it has produced something
+        run.publish(lines[half:])
+        time.sleep(0.3)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        run.start_worker("w1" if restart_on == "same-state" else "w1-fresh")
+        assert run.wait_for(expected) == expected
+        dead = run.read(run.dead_letters)
+        assert _documents_seen(run) + len({json.dumps(d, sort_keys=True) for d in dead}) == len(
+            lines
+        )
