@@ -6,6 +6,7 @@ Nothing here does I/O; everything works on whole batches with numpy.
 from .canonical import Tokenizer, html_to_text, looks_like_html, to_canonical_text
 from .exceptions import (
     BadRecordError,
+    BrokerError,
     IncompatibleStateError,
     NeardupError,
     SettingsError,
@@ -29,6 +30,7 @@ __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",
     "DEFAULT_SEED",
     "BadRecordError",
+    "BrokerError",
     "Estimate",
     "Fingerprints",
     "IncompatibleStateError",

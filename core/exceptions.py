@@ -5,8 +5,9 @@
     ├── SketchMismatchError      two sketches made with different parameters were compared
     ├── BadRecordError           an input record cannot become a document (also a ValueError);
     │                            ``reason`` is the short machine-readable cause
-    └── StateError               the state directory cannot be used
-        └── IncompatibleStateError   the state was built with other sketch settings
+    ├── StateError               the state directory cannot be used
+    │   └── IncompatibleStateError   the state was built with other sketch settings
+    └── BrokerError              the Kafka broker cannot be reached or refused a request
 
 Catch ``NeardupError`` to handle all of them.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 __all__ = [
     "BadRecordError",
+    "BrokerError",
     "IncompatibleStateError",
     "NeardupError",
     "SettingsError",
@@ -53,3 +55,7 @@ class StateError(NeardupError):
 
 class IncompatibleStateError(StateError):
     """The state on disk was built with sketch settings that differ from the requested ones."""
+
+
+class BrokerError(NeardupError):
+    """The Kafka broker did not answer in time, or refused a request (publish, events)."""

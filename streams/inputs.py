@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from neardup.core import (
@@ -34,6 +34,9 @@ class DeadLetter:
     reason: str
     message: str
     excerpt: str
+    #: the whole refused JSON Lines line (not for oversized lines or WARC records), so that
+    #: ``neardup publish`` can pass it on to the worker's dead-letter topic unchanged
+    raw: bytes | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,7 +79,9 @@ def iter_records(
             try:
                 yield page_from_json(line, max_bytes)
             except BadRecordError as error:
-                yield DeadLetter(name, f"line {number}", error.reason, str(error), _excerpt(line))
+                yield DeadLetter(
+                    name, f"line {number}", error.reason, str(error), _excerpt(line), line
+                )
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
