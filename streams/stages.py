@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from neardup.core import PreparedDoc, Settings, Sketch, estimate, sketch_family
+from neardup.core import PreparedDoc, Settings, Sketch, estimate_pairs, sketch_family
 from neardup.state import DocRecord, FingerprintKind, FingerprintTable, PostingIndex, StateView
 
 from .events import ClusterMerged, DocRef, Duplicate, Event
@@ -42,6 +42,7 @@ __all__ = [
     "stage_keys",
     "stage_union",
     "stage_verify",
+    "stage_verify_batch",
 ]
 
 # posting kinds: which index a key belongs to and what a pair found through it is called
@@ -273,20 +274,36 @@ def stage_candidates(view: StateView, message: CandidateMessage) -> list[VerifyM
 
 def stage_verify(view: StateView, message: VerifyMessage, settings: Settings) -> EdgeMessage | None:
     """Estimate the pair where the candidate's sketch lives; an edge if it passes."""
-    record = view.documents.get(message.candidate)
-    if record is None:
-        return None
+    return stage_verify_batch(view, [message], settings)[0]
+
+
+def stage_verify_batch(
+    view: StateView, messages: Sequence[VerifyMessage], settings: Settings
+) -> list[EdgeMessage | None]:
+    """``stage_verify`` for many pairs, estimated in one vectorised call."""
     family = sketch_family(settings)
-    mine = Sketch(message.doc.sketch, message.doc.shingle_count, settings.sample_size, family)
-    theirs = Sketch(record.sketch, record.shingle_count, settings.sample_size, family)
-    sizes = sorted((mine.shingle_count, theirs.shingle_count))
-    if message.method == "near" and sizes[0] < settings.threshold * sizes[1]:
-        return None
-    found = estimate(mine, theirs)
-    if found.resemblance < settings.threshold:
-        return None
-    match = DocRef(message.candidate, record.url, record.fetched_at)
-    return EdgeMessage(message.doc.ref, match, message.method, found.resemblance, found.containment)
+    view.documents.prefetch(message.candidate for message in messages)
+    results: list[EdgeMessage | None] = [None] * len(messages)
+    pending: list[tuple[int, Sketch, Sketch, DocRef]] = []
+    for index, message in enumerate(messages):
+        record = view.documents.get(message.candidate)
+        if record is None:
+            continue
+        mine = Sketch(message.doc.sketch, message.doc.shingle_count, settings.sample_size, family)
+        theirs = Sketch(record.sketch, record.shingle_count, settings.sample_size, family)
+        sizes = sorted((mine.shingle_count, theirs.shingle_count))
+        if message.method == "near" and sizes[0] < settings.threshold * sizes[1]:
+            continue  # the shingle counts alone rule the pair out
+        match = DocRef(message.candidate, record.url, record.fetched_at)
+        pending.append((index, mine, theirs, match))
+    found = estimate_pairs([p[1] for p in pending], [p[2] for p in pending])
+    for (index, _, _, match), pair in zip(pending, found, strict=True):
+        if pair.resemblance >= settings.threshold:
+            message = messages[index]
+            results[index] = EdgeMessage(
+                message.doc.ref, match, message.method, pair.resemblance, pair.containment
+            )
+    return results
 
 
 def _remember(view: StateView, key: bytes, events: Iterable[Event]) -> None:
