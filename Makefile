@@ -33,8 +33,10 @@ typecheck: $(BIN)/.ready
 	@for p in core state streams; do ln -s ../../../$$p build/typecheck/neardup/$$p; done
 	cd build/typecheck && MYPYPATH=. ../../$(BIN)/mypy --config-file ../../pyproject.toml --namespace-packages --explicit-package-bases -p neardup
 
+# 20k documents, neardup and the peers (datasketch, rensa, gaoya), one table (a few minutes)
 bench: $(BIN)/.ready
-	$(BIN)/python -m bench
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m bench --docs 20000 --out out/bench-20k.json
 
 clean:
 	rm -rf $(VENV) build out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,226 @@
+"""One command, every system, the same input, the same run: ``python -m bench``.
+
+The corpus (bench/corpus.py) is written once as JSON Lines; the ground truth is computed
+once by brute force (bench/truth.py) on neardup's canonical shingle sets; then each system
+runs in its own process, end to end from reading the file to writing its clusters:
+
+* neardup: ``neardup run --state DIR --quiet FILE`` then ``neardup clusters --state DIR``;
+* the peers: ``python -m bench.peers.<peer> FILE OUT`` (bench/peers/: the same canonical
+  tokens and w-shingles, each peer's own MinHash, its own LSH index and verification of
+  candidates at the threshold, union-find over the verified pairs).
+
+Per system: wall seconds, documents/s, MB/s of input, peak RSS of its processes
+(``wait4``), bytes of state on disk per document, pairwise precision/recall/F1 of
+co-membership against the connected components of "exact Jaccard >= T", and recall of the
+pairs whose exact Jaccard is at least 0.8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .corpus import generate, write_jsonl
+from .truth import PairScores, pair_scores, pairwise_scores, true_clusters
+
+__all__ = ["Result", "main"]
+
+PEERS = {"datasketch": "datasketch", "rensa": "rensa", "gaoya": "gaoya"}
+SYSTEMS = ("neardup", *PEERS)
+
+
+@dataclass(slots=True)
+class Result:
+    system: str
+    seconds: float | None = None
+    docs_per_second: float | None = None
+    megabytes_per_second: float | None = None
+    peak_rss_mb: float | None = None
+    state_bytes_per_doc: float | None = None
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    recall_at_08: float | None = None
+    note: str = ""
+
+
+# A child's ru_maxrss counts the image it was forked from, so every system is started from
+# this small, fresh interpreter, which reports its own child's peak.
+_MEASURE = """
+import resource, subprocess, sys
+out = sys.argv[1]
+with open(out if out != "-" else "/dev/null", "w") as stdout:
+    code = subprocess.run(sys.argv[2:], stdout=stdout).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(code)
+"""
+
+
+def _run(command: list[str], stdout: Path | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one command, which must succeed."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(stdout or "-"), *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[:4]} failed: {done.stderr[-2000:]}")
+    return seconds, int(done.stdout.split()[-1]) / 1024
+
+
+def _read_clusters(path: Path) -> list[list[str]]:
+    return [json.loads(line)["members"] for line in path.read_text().splitlines() if line]
+
+
+def _disk_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _neardup(corpus: Path, work: Path, threshold: float) -> tuple[float, float, Path, int]:
+    state, out = work / "neardup-state", work / "neardup-clusters.jsonl"
+    python = [sys.executable, "-m", "neardup.streams"]
+    run_s, run_rss = _run(
+        [*python, "run", "--state", str(state), "--quiet", "--threshold", str(threshold),
+         str(corpus)]
+    )  # fmt: skip
+    started = time.perf_counter()
+    with open(out, "w") as clusters:
+        subprocess.run([*python, "clusters", "--state", str(state)], stdout=clusters, check=True)
+    return run_s + time.perf_counter() - started, run_rss, out, _disk_bytes(state)
+
+
+def _peer(name: str, corpus: Path, work: Path, threshold: float) -> tuple[float, float, Path, int]:
+    out = work / f"{name}-clusters.jsonl"
+    seconds, rss = _run(
+        [sys.executable, "-m", f"bench.peers.{name}_peer", str(corpus), str(out),
+         "--threshold", str(threshold)]
+    )  # fmt: skip
+    return seconds, rss, out, 0
+
+
+def _truth(pages: list[object], threshold: float) -> tuple[list[list[str]], PairScores]:
+    from neardup.core import Settings, Tokenizer, shingle_sets, to_canonical_text
+
+    settings = Settings(threshold=threshold)
+    tokens = Tokenizer(settings.seed, settings.token_unit).hash_batch(
+        [to_canonical_text(p.content, p.content_type) for p in pages]  # type: ignore[attr-defined]
+    )
+    scores = pair_scores(shingle_sets(tokens, settings.shingle_size, settings.seed))
+    urls = [p.url for p in pages]  # type: ignore[attr-defined]
+    return [[urls[i] for i in c] for c in true_clusters(scores, threshold)], scores
+
+
+def _recall_of_close_pairs(
+    predicted: list[list[str]], scores: PairScores, urls: list[str], floor: float = 0.8
+) -> float:
+    label = {url: index for index, cluster in enumerate(predicted) for url in cluster}
+    close = np.flatnonzero(scores.jaccard >= floor)
+    if not len(close):
+        return 1.0
+    found = sum(
+        1
+        for i, j in zip(scores.i[close].tolist(), scores.j[close].tolist(), strict=True)
+        if urls[i] in label and label.get(urls[i]) == label.get(urls[j])
+    )
+    return found / len(close)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--docs", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--no-truth", action="store_true", help="skip accuracy (scale runs)")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    args = parser.parse_args(argv)
+    systems = [s for s in args.systems.split(",") if s]
+    unknown = sorted(set(systems) - set(SYSTEMS))
+    if unknown:
+        parser.error(f"unknown systems {unknown}: choose from {', '.join(SYSTEMS)}")
+
+    pages = generate(args.docs, seed=args.seed)
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmp:
+        work = Path(tmp)
+        corpus = work / "corpus.jsonl"
+        write_jsonl(pages, corpus)
+        megabytes = corpus.stat().st_size / 1e6
+        truth: list[list[str]] | None = None
+        scores: PairScores | None = None
+        if not args.no_truth:
+            truth, scores = _truth(pages, args.threshold)
+        urls = [p.url for p in pages]
+        for system in systems:
+            if system != "neardup" and importlib.util.find_spec(PEERS[system]) is None:
+                results.append(Result(system, note="not installed (pip install '.[bench]')"))
+                continue
+            if system == "neardup":
+                seconds, rss, out, disk = _neardup(corpus, work, args.threshold)
+            else:
+                seconds, rss, out, disk = _peer(system, corpus, work, args.threshold)
+            result = Result(
+                system,
+                seconds=round(seconds, 2),
+                docs_per_second=round(len(pages) / seconds, 1),
+                megabytes_per_second=round(megabytes / seconds, 2),
+                peak_rss_mb=round(rss, 1),
+                state_bytes_per_doc=round(disk / len(pages), 1) if disk else None,
+            )
+            if truth is not None and scores is not None:
+                predicted = _read_clusters(out)
+                result.precision, result.recall, result.f1 = (
+                    round(v, 4) for v in pairwise_scores(predicted, truth)
+                )
+                result.recall_at_08 = round(_recall_of_close_pairs(predicted, scores, urls), 4)
+            results.append(result)
+    report = {
+        "docs": args.docs,
+        "seed": args.seed,
+        "threshold": args.threshold,
+        "megabytes": round(megabytes, 2),
+        "results": [asdict(r) for r in results],
+    }
+    _print_table(report)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def _print_table(report: dict[str, object]) -> None:
+    columns = [
+        ("system", "system"),
+        ("seconds", "s"),
+        ("docs_per_second", "docs/s"),
+        ("megabytes_per_second", "MB/s"),
+        ("peak_rss_mb", "peak MB"),
+        ("state_bytes_per_doc", "disk B/doc"),
+        ("precision", "P"),
+        ("recall", "R"),
+        ("f1", "F1"),
+        ("recall_at_08", "R@J>=0.8"),
+        ("note", ""),
+    ]
+    rows = [[title for _, title in columns]]
+    for result in report["results"]:  # type: ignore[attr-defined]
+        rows.append(["" if result[k] is None else str(result[k]) for k, _ in columns])
+    widths = [max(len(row[c]) for row in rows) for c in range(len(columns))]
+    print(
+        f"{report['docs']:,} documents ({report['megabytes']} MB), seed {report['seed']}, "
+        f"T = {report['threshold']}"
+    )
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
