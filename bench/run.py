@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import generate, write_jsonl
+from .corpus import generate, iter_pages, write_jsonl
 from .truth import PairScores, pair_scores, pairwise_scores, true_clusters
 
 __all__ = ["Result", "main"]
@@ -151,18 +151,22 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown systems {unknown}: choose from {', '.join(SYSTEMS)}")
 
-    pages = generate(args.docs, seed=args.seed)
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmp:
         work = Path(tmp)
         corpus = work / "corpus.jsonl"
-        write_jsonl(pages, corpus)
-        megabytes = corpus.stat().st_size / 1e6
         truth: list[list[str]] | None = None
         scores: PairScores | None = None
-        if not args.no_truth:
+        urls: list[str] = []
+        if args.no_truth:  # scale runs: stream the corpus to disk, never all in memory
+            write_jsonl(iter_pages(args.docs, seed=args.seed), str(corpus))
+        else:
+            pages = generate(args.docs, seed=args.seed)
+            write_jsonl(pages, str(corpus))
             truth, scores = _truth(pages, args.threshold)
-        urls = [p.url for p in pages]
+            urls = [p.url for p in pages]
+            del pages
+        megabytes = corpus.stat().st_size / 1e6
         for system in systems:
             if system != "neardup" and importlib.util.find_spec(PEERS[system]) is None:
                 results.append(Result(system, note="not installed (pip install '.[bench]')"))
@@ -174,10 +178,10 @@ def main(argv: list[str] | None = None) -> int:
             result = Result(
                 system,
                 seconds=round(seconds, 2),
-                docs_per_second=round(len(pages) / seconds, 1),
+                docs_per_second=round(args.docs / seconds, 1),
                 megabytes_per_second=round(megabytes / seconds, 2),
                 peak_rss_mb=round(rss, 1),
-                state_bytes_per_doc=round(disk / len(pages), 1) if disk else None,
+                state_bytes_per_doc=round(disk / args.docs, 1) if disk else None,
             )
             if truth is not None and scores is not None:
                 predicted = _read_clusters(out)
