@@ -47,7 +47,8 @@ class PreparedDoc:
     sketch: Sketch
     #: b super-shingles, or none for a short document
     super_shingles: U64
-    #: the high 32 bits of every shingle, for documents below ``Settings.short_index_limit``
+    #: for documents below ``Settings.short_index_limit``, the high 32 bits of their first
+    #: ``Settings.short_index_prefix`` shingles (smallest fingerprints first)
     shingle_keys: npt.NDArray[np.uint32]
 
     @property
@@ -91,7 +92,9 @@ class Preparer:
                     super_shingles=bands[index]
                     if count >= settings.short_limit
                     else _NO_SUPER_SHINGLES,
-                    shingle_keys=drop_repeats(top_bits(shingles))
+                    shingle_keys=drop_repeats(
+                        top_bits(shingles[: settings.short_index_prefix(count)])
+                    )
                     if 0 < count < settings.short_index_limit
                     else _NO_SHINGLE_KEYS,
                 )

@@ -29,12 +29,28 @@ def candidate_probability(resemblance: float, bands: int, rows: int) -> float:
 
 
 def choose_bands(num_bins: int, threshold: float, max_false_negative: float) -> tuple[int, int]:
-    """Pick (bands, rows) for a threshold: the most rows (fewest spurious candidates) whose
-    false-negative probability at the threshold stays within ``max_false_negative``."""
+    """Pick (bands, rows) for a threshold: the most rows (fewest spurious candidates) for which
+    some number of bands within ``num_bins`` keeps the false-negative probability at the
+    threshold within ``max_false_negative``, and for those rows the fewest bands that do (each
+    band is one index entry per document: more bands cost time and disk, not accuracy)."""
     for rows in range(num_bins, 0, -1):
-        bands = num_bins // rows
-        if 1.0 - candidate_probability(threshold, bands, rows) <= max_false_negative:
-            return bands, rows
+        hit = threshold**rows
+        if hit >= 1.0:
+            return 1, rows
+        if hit <= 0.0:
+            continue
+        bands = max(1, math.ceil(math.log(max_false_negative) / math.log1p(-hit)))
+        if bands * rows > num_bins:
+            continue
+        while (
+            bands > 1
+            and 1.0 - candidate_probability(threshold, bands - 1, rows) <= max_false_negative
+        ):
+            bands -= 1  # guard against rounding in the logarithms
+        while bands * rows <= num_bins:
+            if 1.0 - candidate_probability(threshold, bands, rows) <= max_false_negative:
+                return bands, rows
+            bands += 1
     return num_bins, 1
 
 
@@ -158,6 +174,20 @@ class Settings:
         below short_limit / T.
         """
         return math.ceil(self.short_limit / self.threshold)
+
+    def short_index_prefix(self, shingle_count: int) -> int:
+        """How many of a short document's shingles (smallest fingerprints first) it indexes.
+
+        Prefix filtering (as in the AllPairs and PPJoin set-similarity joins): if J(A, B) >= T
+        then A and B share at least ceil(T * max(|A|, |B|)) shingles, so in one global order the
+        first |A| - ceil(T|A|) + 1 of A and the first |B| - ceil(T|B|) + 1 of B share one. No
+        pair at or above T is lost, and the index holds about (1 - T) of the shingles.
+        """
+        if shingle_count <= 0:
+            return 0
+        # the epsilon keeps float rounding (0.7 * 10 = 7.000000000000001) from shortening it
+        overlap = math.ceil(self.threshold * shingle_count - 1e-9)
+        return min(shingle_count, shingle_count - max(overlap, 1) + 1)
 
     def false_negative_probability(self, resemblance: float) -> float:
         """Probability that a pair of this resemblance is never proposed as a candidate."""

@@ -24,7 +24,9 @@ def _options() -> Any:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
-    options.set_compression_type(DBCompressionType.lz4())
+    # zstd: sketches and doc ids are random bytes that no codec shrinks, but the block
+    # structure around them does; measured 1563 -> 1460 bytes per document at 20k, same speed
+    options.set_compression_type(DBCompressionType.zstd())
     # Bound the memtables: by default every table may hold 2 x 64 MB in memory, which is
     # most of the resident memory of a long run (measured: bench/run.py at 100k documents).
     options.set_write_buffer_size(_TABLE_WRITE_BUFFER)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from neardup.core import Settings, SettingsError, candidate_probability, choose_bands
 
 
@@ -41,14 +43,22 @@ def test_bands_chosen_from_threshold_meet_the_false_negative_bound() -> None:
         rows = settings.rows_per_band + 1
         bands = settings.num_bins // rows
         assert 1 - candidate_probability(threshold, bands, rows) > settings.max_false_negative
+        # and one band fewer would miss it (each band is an index entry per document)
+        fewer = settings.band_count - 1
+        assert (
+            1 - candidate_probability(threshold, fewer, settings.rows_per_band)
+            > settings.max_false_negative
+        )
 
 
 def test_default_s_curve_is_documented_values() -> None:
     settings = Settings()
-    assert (settings.band_count, settings.rows_per_band) == (42, 3)
-    assert settings.false_negative_probability(0.5) == pytest.approx(0.00367, abs=1e-4)
-    assert settings.false_negative_probability(0.8) < 1e-9
-    assert choose_bands(128, 0.8, 0.05) == (18, 7)
+    assert (settings.band_count, settings.rows_per_band) == (23, 3)
+    assert settings.false_negative_probability(0.5) == pytest.approx(0.0464, abs=1e-4)
+    assert settings.false_negative_probability(0.8) < 1e-7
+    assert choose_bands(128, 0.8, 0.05) == (13, 7)
+    assert choose_bands(128, 1.0, 0.05) == (1, 128)
+    assert choose_bands(16, 0.05, 0.01) == (16, 1)  # nothing fits: every bin is a band
 
 
 def test_settings_round_trip_and_incompatibilities() -> None:
@@ -68,3 +78,33 @@ def test_settings_round_trip_and_incompatibilities() -> None:
 def test_settings_are_frozen() -> None:
     with pytest.raises(AttributeError):
         Settings().threshold = 0.9  # type: ignore[misc]
+
+
+@given(
+    shared=st.sets(st.integers(0, 200), min_size=1, max_size=40),
+    only_a=st.sets(st.integers(0, 200), max_size=40),
+    only_b=st.sets(st.integers(0, 200), max_size=40),
+    threshold=st.sampled_from([0.3, 0.5, 0.55, 0.7, 0.8, 0.9, 1.0]),
+)
+def test_short_index_prefixes_of_resembling_sets_always_meet(
+    shared: set[int], only_a: set[int], only_b: set[int], threshold: float
+) -> None:
+    # disjoint by residue mod 3, interleaved in order
+    first = {3 * x for x in shared} | {3 * x + 1 for x in only_a}
+    second = {3 * x for x in shared} | {3 * x + 2 for x in only_b}
+    settings = Settings(threshold=threshold)
+    prefix_a = set(sorted(first)[: settings.short_index_prefix(len(first))])
+    prefix_b = set(sorted(second)[: settings.short_index_prefix(len(second))])
+    if len(shared) >= threshold * len(first | second):
+        assert prefix_a & prefix_b
+
+
+def test_short_index_prefix_is_as_short_as_the_guarantee_allows() -> None:
+    settings = Settings(threshold=0.5)
+    assert [settings.short_index_prefix(n) for n in (0, 1, 2, 3, 10, 199)] == [0, 1, 2, 2, 6, 100]
+    # B inside A with J = 5/10: the prefixes meet in one shingle, which one fewer would miss
+    a, b = list(range(10)), list(range(5, 10))
+    prefix_a = set(a[: settings.short_index_prefix(len(a))])
+    prefix_b = set(b[: settings.short_index_prefix(len(b))])
+    assert prefix_a & prefix_b == {5}
+    assert not set(a[: settings.short_index_prefix(len(a)) - 1]) & prefix_b
