@@ -105,6 +105,17 @@ class DocRecord:
         sketch = np.frombuffer(raw, dtype="<u4", offset=start + url_length).astype(np.uint32)
         return cls(url, fetched_at_from_micros(micros), count, sketch, duplicate_of)
 
+    @staticmethod
+    def decode_sketch(raw: bytes) -> tuple[int, npt.NDArray[np.uint32]] | None:
+        """Only (shingle count, sketch), or None for a twin that keeps none: what verifying a
+        candidate reads, without decoding the URL and time of every candidate."""
+        _check_version(raw, "document")
+        _, _, _, count, duplicate_of, url_length = _DOC_HEAD.unpack_from(raw)
+        if duplicate_of:
+            return None
+        offset = _DOC_HEAD.size + url_length
+        return count, np.frombuffer(raw, dtype="<u4", offset=offset).astype(np.uint32)
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterInfo:

@@ -6,6 +6,9 @@ import struct
 from collections.abc import Iterable, Iterator
 from enum import IntEnum
 
+import numpy as np
+import numpy.typing as npt
+
 from .codec import DocRecord, decode_id, encode_id, fetched_at_from_micros, fetched_at_to_micros
 from .transaction import Transaction
 
@@ -23,6 +26,11 @@ class Documents:
     def get(self, doc_id: int) -> DocRecord | None:
         raw = self._tx.get("docs", encode_id(doc_id))
         return None if raw is None else DocRecord.decode(raw)
+
+    def sketch(self, doc_id: int) -> tuple[int, npt.NDArray[np.uint32]] | None:
+        """(shingle count, sketch) of a document that keeps its own sketch, else None."""
+        raw = self._tx.get("docs", encode_id(doc_id))
+        return None if raw is None else DocRecord.decode_sketch(raw)
 
     def prefetch(self, doc_ids: Iterable[int]) -> None:
         self._tx.prefetch("docs", [encode_id(doc_id) for doc_id in doc_ids])

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from neardup.core import StateError
-from rocksdict import DBCompressionType, Options, Rdict, WriteBatch
+from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, WriteBatch
 
 from .store import TABLES, Changes, Store
 
@@ -18,15 +18,23 @@ __all__ = ["RocksDBStore"]
 
 _TABLE_WRITE_BUFFER = 16 << 20
 _ALL_WRITE_BUFFERS = 64 << 20
+_BLOCK_CACHE = 32 << 20
 
 
-def _options() -> Any:
+def _options(block_cache: Any) -> Any:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
     # zstd: sketches and doc ids are random bytes that no codec shrinks, but the block
-    # structure around them does; measured 1563 -> 1460 bytes per document at 20k, same speed
+    # structure around them does (20k documents: 1563 -> 1460 bytes each, lz4 -> zstd)
     options.set_compression_type(DBCompressionType.zstd())
+    # Most index lookups are for keys never seen before; a Bloom filter answers those without
+    # reading blocks (2M keys: 8.2 -> 2.2 us per absent key), at 10 bits per key in memory
+    table = BlockBasedOptions()
+    table.set_bloom_filter(10, False)
+    # one cache for every table (by default each table has its own, together 75 MB at 100k)
+    table.set_block_cache(block_cache)
+    options.set_block_based_table_factory(table)
     # Bound the memtables: by default every table may hold 2 x 64 MB in memory, which is
     # most of the resident memory of a long run (measured: bench/run.py at 100k documents).
     options.set_write_buffer_size(_TABLE_WRITE_BUFFER)
@@ -41,8 +49,11 @@ class RocksDBStore(Store):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         try:
+            cache = Cache(_BLOCK_CACHE)
             self._db: Any = Rdict(
-                str(self.path), _options(), column_families={name: _options() for name in TABLES}
+                str(self.path),
+                _options(cache),
+                column_families={name: _options(cache) for name in TABLES},
             )
         except Exception as error:
             raise StateError(f"cannot open the state in {self.path}: {error}") from error

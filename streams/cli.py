@@ -274,9 +274,7 @@ def _kafka_client(args: argparse.Namespace) -> int:
             raise NeardupError("clusters needs --state DIR or --broker HOST:PORT ($NEARDUP_BROKER)")
         if args.all:
             raise NeardupError("--all needs --state: events name only clusters of two or more")
-        for line in kafka_client.clusters_from_broker(
-            _broker(args), args.topic, args.idle_timeout
-        ):
+        for line in kafka_client.clusters_from_broker(_broker(args), args.topic, args.idle_timeout):
             _print_json(line)
     return 0
 

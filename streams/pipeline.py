@@ -112,27 +112,33 @@ def _verify_all(
     view.documents.prefetch(stored)
     first: list[Sketch] = []
     second: list[Sketch] = []
-    owners: list[tuple[int, DocRef]] = []
+    owners: list[tuple[int, int]] = []
+    family = sketch_family(settings)
     for index, (doc, candidates) in enumerate(queries):
         for candidate in sorted(candidates - {doc.doc_id}):
             twin = local.get(candidate)
             if twin is not None:
-                ref, sketch = DocRef(candidate, twin.page.url, twin.page.fetched_at), twin.sketch
+                sketch = twin.sketch
             else:
-                record = view.documents.get(candidate)
-                if record is None or record.duplicate_of:
+                kept = view.documents.sketch(candidate)
+                if kept is None:  # gone, or a twin: its original is the candidate that counts
                     continue
-                ref, sketch = _ref(candidate, record), stored_sketch(record, settings)
+                sketch = Sketch(kept[1], kept[0], settings.sample_size, family)
             sizes = sorted((doc.shingle_count, sketch.shingle_count))
             if floor > 0 and sizes[0] < floor * sizes[1]:
                 continue
             first.append(doc.sketch)
             second.append(sketch)
-            owners.append((index, ref))
+            owners.append((index, candidate))
     matches: list[list[Match]] = [[] for _ in queries]
-    for (index, ref), found in zip(owners, estimate_pairs(first, second), strict=True):
+    for (index, candidate), found in zip(owners, estimate_pairs(first, second), strict=True):
         if found.resemblance >= floor:
-            matches[index].append(Match(ref, "near", found, ref.doc_id))
+            twin = local.get(candidate)
+            if twin is not None:
+                ref = DocRef(candidate, twin.page.url, twin.page.fetched_at)
+            else:
+                ref = _root(view, candidate)  # read above, in this transaction
+            matches[index].append(Match(ref, "near", found, candidate))
     return matches
 
 
