@@ -6,10 +6,11 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page
+from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
 from neardup.state import State
 
 from .events import ClusterMerged, Duplicate
@@ -91,14 +92,15 @@ def run(
     detector = Detector(state)
     summary = RunSummary()
     started = time.monotonic()
-    for pages, dead in _batches(_all_records(inputs, max_record_bytes), batch_size):
+
+    def finish(pages: Future[list[PreparedDoc]] | None, dead: list[DeadLetter]) -> None:
         for letter in dead:
             summary.dead_letters[letter.reason] += 1
             if dead_letters is not None:
                 dead_letters.write(json.dumps(letter.to_json()) + "\n")
-        summary.records += len(pages) + len(dead)
-        if pages:
-            result = detector.process(pages)
+        if pages is not None:
+            result = detector.ingest(pages.result())
+            summary.records += result.documents + result.repeats
             summary.documents += result.documents
             summary.repeats += result.repeats
             for event in result.events:
@@ -106,8 +108,22 @@ def run(
                 summary.merges += isinstance(event, ClusterMerged)
                 if events is not None:
                     events.write(json.dumps(event.to_json()) + "\n")
+        summary.records += len(dead)
         if progress is not None:
             progress.update(summary.records, sum(summary.dead_letters.values()))
+
+    # The next batch is prepared (parsed, tokenised, sketched) in a second thread while this
+    # one is ingested: RocksDB reads and numpy release the GIL, so the two overlap. Batches
+    # are still ingested one at a time, in input order.
+    with ThreadPoolExecutor(1, thread_name_prefix="neardup-prepare") as preparing:
+        waiting: tuple[Future[list[PreparedDoc]] | None, list[DeadLetter]] | None = None
+        for pages, dead in _batches(_all_records(inputs, max_record_bytes), batch_size):
+            ahead = preparing.submit(detector.preparer.prepare, pages) if pages else None
+            if waiting is not None:
+                finish(*waiting)
+            waiting = (ahead, dead)
+        if waiting is not None:
+            finish(*waiting)
     if events is not None:
         events.flush()
     if dead_letters is not None:

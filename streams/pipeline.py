@@ -319,7 +319,10 @@ class Detector:
         self.preparer = Preparer(state.settings)
 
     def process(self, pages: list[Page]) -> BatchResult:
-        prepared = self.preparer.prepare(pages)
+        return self.ingest(self.preparer.prepare(pages))
+
+    def ingest(self, prepared: list[PreparedDoc]) -> BatchResult:
+        """The second half of ``process``, for pages prepared elsewhere (another thread)."""
         view = self.state.view()
         result = BatchResult()
         before = view.counters.get("repeats")
