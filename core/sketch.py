@@ -32,6 +32,8 @@ __all__ = ["Estimate", "Sketch", "estimate", "estimate_pairs", "sketch_family"]
 
 U32 = npt.NDArray[np.uint32]
 _NO_CUTOFF = 1 << 32  # above every 32-bit sample value
+#: pairs estimated in one vectorised pass (at s = 256, about 4 MB per temporary array)
+_PAIRS_PER_CALL = 2048
 
 
 def sketch_family(settings: Settings) -> int:
@@ -114,6 +116,14 @@ def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Es
                 f"sample sizes (sample sizes {a.sample_size} and {b.sample_size}): make both "
                 "with the same Settings"
             )
+    if len(first) > _PAIRS_PER_CALL:  # bounded temporaries: ~10 arrays of pairs x s values
+        return [
+            found
+            for start in range(0, len(first), _PAIRS_PER_CALL)
+            for found in estimate_pairs(
+                first[start : start + _PAIRS_PER_CALL], second[start : start + _PAIRS_PER_CALL]
+            )
+        ]
     pairs = len(first)
     if not pairs:
         return []

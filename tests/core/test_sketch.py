@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from neardup.core import Settings, Sketch, SketchMismatchError, estimate
+from neardup.core import Settings, Sketch, SketchMismatchError, estimate, estimate_pairs
 
 
 def _pair(
@@ -88,3 +88,18 @@ def test_empty_documents_resemble_nothing() -> None:
     empty = Sketch.from_shingles(np.zeros(0, np.uint64), Settings())
     other = Sketch.from_shingles(np.arange(10, dtype=np.uint64), Settings())
     assert estimate(empty, other).resemblance == 0.0
+
+
+def test_many_pairs_are_estimated_as_one_at_a_time() -> None:
+    settings = Settings()
+    rng = np.random.default_rng(3)
+    sketches = [
+        Sketch.from_shingles(
+            np.unique(rng.integers(0, 2**64, size=int(n), dtype=np.uint64)), settings
+        )
+        for n in rng.integers(1, 600, size=50)
+    ]
+    first = [sketches[i] for i in rng.integers(0, 50, size=5000)]
+    second = [sketches[i] for i in rng.integers(0, 50, size=5000)]
+    together = estimate_pairs(first, second)  # more pairs than one vectorised pass takes
+    assert together == [estimate(a, b) for a, b in zip(first, second, strict=True)]
