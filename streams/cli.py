@@ -169,15 +169,19 @@ def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name) or default
 
 
+def _add_topic(parser: argparse.ArgumentParser, what: str, env: str, default: str) -> None:
+    parser.add_argument(
+        "--topic",
+        default=_env(env, default),
+        metavar="NAME",
+        help=f"{what} topic (env {env}; default {default})",
+    )
+
+
 def _add_events_topic(parser: argparse.ArgumentParser, idle_default: float | None) -> None:
     from .kafka_client import DEFAULT_EVENTS_TOPIC
 
-    parser.add_argument(
-        "--topic",
-        default=_env("NEARDUP_EVENTS_TOPIC", DEFAULT_EVENTS_TOPIC),
-        metavar="NAME",
-        help=f"events topic (env NEARDUP_EVENTS_TOPIC; default {DEFAULT_EVENTS_TOPIC})",
-    )
+    _add_topic(parser, "events", "NEARDUP_EVENTS_TOPIC", DEFAULT_EVENTS_TOPIC)
     parser.add_argument(
         "--idle-timeout",
         type=float,
@@ -202,12 +206,7 @@ def _add_kafka_client(commands: Any) -> None:
         "text) is listed on stderr. Prints a summary as JSON.",
     )
     publish.add_argument("--broker", metavar="HOST:PORT", help=broker_help)
-    publish.add_argument(
-        "--topic",
-        default=_env("NEARDUP_PAGES_TOPIC", DEFAULT_PAGES_TOPIC),
-        metavar="NAME",
-        help=f"pages topic (env NEARDUP_PAGES_TOPIC; default {DEFAULT_PAGES_TOPIC})",
-    )
+    _add_topic(publish, "pages", "NEARDUP_PAGES_TOPIC", DEFAULT_PAGES_TOPIC)
     publish.add_argument(
         "--max-record-bytes",
         type=int,
