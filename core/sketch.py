@@ -109,13 +109,6 @@ def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Es
     """
     if len(first) != len(second):
         raise ValueError(f"{len(first)} first sketches but {len(second)} second ones")
-    for a, b in zip(first, second, strict=True):
-        if a.family != b.family or a.sample_size != b.sample_size:
-            raise SketchMismatchError(
-                "these sketches were made with different seeds, token units, shingle sizes or "
-                f"sample sizes (sample sizes {a.sample_size} and {b.sample_size}): make both "
-                "with the same Settings"
-            )
     if len(first) > _PAIRS_PER_CALL:  # bounded temporaries: ~10 arrays of pairs x s values
         return [
             found
@@ -124,6 +117,13 @@ def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Es
                 first[start : start + _PAIRS_PER_CALL], second[start : start + _PAIRS_PER_CALL]
             )
         ]
+    for a, b in zip(first, second, strict=True):
+        if a.family != b.family or a.sample_size != b.sample_size:
+            raise SketchMismatchError(
+                "these sketches were made with different seeds, token units, shingle sizes or "
+                f"sample sizes (sample sizes {a.sample_size} and {b.sample_size}): make both "
+                "with the same Settings"
+            )
     pairs = len(first)
     if not pairs:
         return []

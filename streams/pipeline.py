@@ -70,9 +70,9 @@ def _ref(doc_id: int, record: DocRecord) -> DocRef:
     return DocRef(doc_id, record.url, record.fetched_at)
 
 
-def _root(view: StateView, root: int) -> DocRef:
-    record = view.documents.get(root)
-    return _ref(root, record) if record else DocRef(root, "", "")
+def _ref_of(view: StateView, doc_id: int) -> DocRef:
+    record = view.documents.get(doc_id)
+    return _ref(doc_id, record) if record else DocRef(doc_id, "", "")
 
 
 def _exact_twin(view: StateView, doc: PreparedDoc) -> tuple[int, str] | None:
@@ -137,7 +137,7 @@ def _verify_all(
             if twin is not None:
                 ref = DocRef(candidate, twin.page.url, twin.page.fetched_at)
             else:
-                ref = _root(view, candidate)  # read above, in this transaction
+                ref = _ref_of(view, candidate)  # read above, in this transaction
             matches[index].append(Match(ref, "near", found, candidate))
     return matches
 
@@ -248,7 +248,9 @@ def _join(view: StateView, me: DocRef, matches: list[Match]) -> list[Event]:
     for retired in ordered[1:]:
         size = clusters.merge(survivor, retired)
         merged.append(
-            ClusterMerged(survivor, retired, size, me, _root(view, survivor), _root(view, retired))
+            ClusterMerged(
+                survivor, retired, size, me, _ref_of(view, survivor), _ref_of(view, retired)
+            )
         )
     view.counters.add("duplicates")
     duplicate = Duplicate(
