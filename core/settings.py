@@ -132,6 +132,12 @@ class Settings:
             f"sample_size ({self.sample_size}) so that short documents are compared exactly",
         )
         _require(
+            math.ceil(self.short_limit / self.threshold) <= 65536,
+            f"short_limit={self.short_limit!r} over threshold={self.threshold!r} indexes "
+            "documents of more than 65535 shingles as short: lower short_limit or raise the "
+            "threshold",
+        )
+        _require(
             isinstance(self.posting_cap, int) and self.posting_cap >= 2,
             f"posting_cap={self.posting_cap!r} is too small: use an integer of at least 2",
         )
@@ -188,6 +194,23 @@ class Settings:
         # the epsilon keeps float rounding (0.7 * 10 = 7.000000000000001) from shortening it
         overlap = math.ceil(self.threshold * shingle_count - 1e-9)
         return min(shingle_count, shingle_count - max(overlap, 1) + 1)
+
+    def short_index_min_shared(self, shingle_count: int, other_count: int) -> int:
+        """The fewest indexed shingles two short documents must share to resemble at T.
+
+        Positional reasoning on the prefixes of ``short_index_prefix``: with J(A, B) >= T the
+        overlap o is at least ceil(T(|A| + |B|) / (1 + T)), and in the global order the first
+        o - max(ceil(T|A|), ceil(T|B|)) + 1 shared shingles lie in both prefixes. A candidate
+        met under fewer keys cannot reach T and is dropped before its sketch is read. More
+        than both counts together when the counts alone rule resemblance T out.
+        """
+        smaller, larger = sorted((shingle_count, other_count))
+        threshold = self.threshold
+        if smaller <= 0 or smaller < threshold * larger - 1e-9:
+            return shingle_count + other_count + 1
+        overlap = math.ceil(threshold * (smaller + larger) / (1.0 + threshold) - 1e-9)
+        indexed_elsewhere = max(math.ceil(threshold * larger - 1e-9), 1)
+        return max(1, overlap - indexed_elsewhere + 1)
 
     def false_negative_probability(self, resemblance: float) -> float:
         """Probability that a pair of this resemblance is never proposed as a candidate."""

@@ -89,17 +89,6 @@ def estimate(a: Sketch, b: Sketch) -> Estimate:
     return estimate_pairs([a], [b])[0]
 
 
-def _flatten(
-    sketches: Sequence[Sketch],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """All values in one ascending array, each tagged with its pair index in the high bits."""
-    lengths = np.fromiter((len(s.values) for s in sketches), dtype=np.int64, count=len(sketches))
-    owner = np.repeat(np.arange(len(sketches), dtype=np.int64), lengths)
-    values = np.concatenate([s.values for s in sketches]).astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    return (owner << 32) | values, owner, starts
-
-
 def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Estimate]:
     """``estimate`` for many pairs at once (first[i] with second[i]), vectorised.
 
@@ -127,43 +116,70 @@ def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Es
     pairs = len(first)
     if not pairs:
         return []
-    left, owner, left_starts = _flatten(first)
-    right, right_owner, right_starts = _flatten(second)
-    position = np.searchsorted(right, left)
-    shared = (
-        right[np.minimum(position, max(len(right) - 1, 0))] == left if len(right) else position < 0
+    # One array of (pair, value, side) keys: first sketches on side 0, second ones on side 1.
+    # Each half is ascending, so a stable sort is one linear merge; a value both sketches of a
+    # pair hold then appears twice in a row, and the pair's union is its distinct values.
+    left_lengths = np.fromiter((len(s.values) for s in first), np.int64, pairs)
+    right_lengths = np.fromiter((len(s.values) for s in second), np.int64, pairs)
+    values = np.concatenate([s.values for s in (*first, *second)]).astype(np.int64)
+    left_total = int(left_lengths.sum())
+    pair_ids = np.arange(pairs, dtype=np.int64)
+    owner = np.concatenate([np.repeat(pair_ids, left_lengths), np.repeat(pair_ids, right_lengths)])
+    keys = (owner << 33) | (values << 1)
+    merged = keys.copy()
+    merged[left_total:] |= 1
+    merged.sort(kind="stable")
+    base = merged >> 1
+    repeat = np.flatnonzero(base[1:] == base[:-1]) + 1  # second copies of shared values
+    distinct = np.ones(len(merged), dtype=np.int64)
+    distinct[repeat] = 0
+    distinct_upto = np.cumsum(distinct)
+    pair_sizes = left_lengths + right_lengths
+    shared_owner = merged[repeat] >> 33
+    shared_values = base[repeat] & 0xFFFFFFFF
+    # 1-based rank in the pair's union of each shared value (a pair's first key is distinct)
+    union_rank = distinct_upto[repeat] - distinct_upto[_starts(pair_sizes)[shared_owner]] + 1
+    exact = np.fromiter(
+        (a.complete and b.complete for a, b in zip(first, second, strict=True)), bool, pairs
     )
-    smaller_right = position - right_starts[owner]
-    index_in_left = np.arange(len(left)) - left_starts[owner]
-    shared_running = np.concatenate([[0], np.cumsum(shared)])
-    shared_before = shared_running[:-1] - shared_running[left_starts[owner]]
-    union_rank = index_in_left - shared_before + smaller_right + 1
-    exact = np.array([a.complete and b.complete for a, b in zip(first, second, strict=True)])
     limit = np.where(exact, np.iinfo(np.int64).max, first[0].sample_size)
-    left_sizes = np.bincount(owner, minlength=pairs)
-    right_sizes = np.bincount(right_owner, minlength=pairs)
-    shared_count = np.bincount(owner, weights=shared, minlength=pairs)
-    union_size = np.minimum(left_sizes + right_sizes - shared_count, limit)
-    shared_in_union = np.bincount(
-        owner, weights=shared & (union_rank <= limit[owner]), minlength=pairs
+    shared_count = np.bincount(shared_owner, minlength=pairs)
+    union_size = np.minimum(pair_sizes - shared_count, limit)
+    shared_in_union = np.bincount(shared_owner[union_rank <= limit[shared_owner]], minlength=pairs)
+    # containment: below the smaller cut-off both samples are complete
+    cutoff = np.minimum(
+        _cutoffs(first, values[:left_total], left_lengths),
+        _cutoffs(second, values[left_total:], right_lengths),
     )
-    cutoff = np.minimum(_cutoffs(first), _cutoffs(second))
-    left_below = (left & 0xFFFFFFFF) <= cutoff[owner]
-    right_below = np.bincount(
-        right_owner, weights=(right & 0xFFFFFFFF) <= cutoff[right_owner], minlength=pairs
-    )
-    shared_below = np.bincount(owner, weights=shared & left_below, minlength=pairs)
-    left_below_count = np.bincount(owner, weights=left_below, minlength=pairs)
+    shared_below = np.bincount(shared_owner[shared_values <= cutoff[shared_owner]], minlength=pairs)
+    bounds = (pair_ids << 33) | (cutoff << 1)
+    left_below = np.searchsorted(keys[:left_total], bounds, "right") - _starts(left_lengths)
+    right_below = np.searchsorted(keys[left_total:], bounds, "right") - _starts(right_lengths)
     resemblance = np.where(union_size > 0, shared_in_union / np.maximum(union_size, 1), 0.0)
-    containment = shared_below / np.maximum(left_below_count, 1)
+    containment = shared_below / np.maximum(left_below, 1)
     reverse = shared_below / np.maximum(right_below, 1)
     return [
-        Estimate(float(r), float(c), float(v), bool(e))
-        for r, c, v, e in zip(resemblance, containment, reverse, exact, strict=True)
+        Estimate(r, c, v, e)
+        for r, c, v, e in zip(
+            resemblance.tolist(),
+            containment.tolist(),
+            reverse.tolist(),
+            exact.tolist(),
+            strict=True,
+        )
     ]
 
 
-def _cutoffs(sketches: Sequence[Sketch]) -> npt.NDArray[np.int64]:
-    return np.array(
-        [_NO_CUTOFF if (c := s._cutoff()) is None else c for s in sketches], dtype=np.int64
-    )
+def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    return np.cumsum(lengths) - lengths
+
+
+def _cutoffs(
+    sketches: Sequence[Sketch], values: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Each sketch's largest sampled value, or the largest 32-bit value for a complete one
+    (``values``: the sketches' values laid end to end)."""
+    counts = np.fromiter((s.shingle_count for s in sketches), np.int64, len(sketches))
+    sampled = (counts > sketches[0].sample_size) & (lengths > 0)
+    last = np.cumsum(lengths) - 1
+    return np.where(sampled, values[np.maximum(last, 0)] if len(values) else 0, _NO_CUTOFF - 1)

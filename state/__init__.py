@@ -5,7 +5,7 @@ from .codec import ClusterInfo, DocRecord, Postings
 from .documents import Documents, FingerprintKind, FingerprintTable, UrlHistory
 from .memory import MemoryStore
 from .meta import FORMAT_VERSION, Counters, check_or_store_settings
-from .postings import PostingIndex
+from .postings import Meetings, PostingIndex
 from .rocksdb import RocksDBStore
 from .state import State, StateView
 from .store import TABLES, Changes, Store
@@ -22,6 +22,7 @@ __all__ = [
     "Documents",
     "FingerprintKind",
     "FingerprintTable",
+    "Meetings",
     "MemoryStore",
     "PostingIndex",
     "Postings",

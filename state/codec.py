@@ -29,6 +29,7 @@ _DOC_HEAD = struct.Struct(
 )  # version, flags, fetched_at micros, shingle count, duplicate of, url length
 _CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
 _STOP_MARK = b"\xff"
+_POSTING_WIDTH = {False: 8, True: 10}  # an id, plus a 2-byte shingle count in a sized index
 _VERSION = 1
 _NO_TIME = -(2**63)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -138,24 +139,31 @@ class ClusterInfo:
 class Postings:
     """A posting list, or a stop key (too common: its documents are no longer kept).
 
-    Layout: a plain list is just its 8-byte ids (a multiple of 8 bytes, no header, since most
-    lists hold one document); a stop key is a marker byte and the 8-byte request count.
+    Layout: a plain list is its 8-byte ids, then in a sized index the 2-byte shingle count of
+    each (no header, since most lists hold one document); a stop key is a marker byte and the
+    8-byte request count.
     """
 
     doc_ids: npt.NDArray[np.uint64]
     stopped: bool
     requests: int  # how many documents have carried this key
+    #: the shingle count of each document, in a sized index
+    sizes: npt.NDArray[np.uint16] | None = None
 
     def encode(self) -> bytes:
         if self.stopped:
             return _STOP_MARK + self.requests.to_bytes(8, "big")
-        return encode_ids(self.doc_ids)
+        ids = encode_ids(self.doc_ids)
+        return ids if self.sizes is None else ids + self.sizes.astype(">u2").tobytes()
 
     @classmethod
-    def decode(cls, raw: bytes) -> Postings:
-        if len(raw) % 8:
+    def decode(cls, raw: bytes, sized: bool = False) -> Postings:
+        width = _POSTING_WIDTH[sized]
+        if len(raw) % width:
             if raw[:1] != _STOP_MARK or len(raw) != 9:
                 raise StateError(f"a stored posting list of {len(raw)} bytes is corrupt")
             return cls(np.zeros(0, dtype=np.uint64), True, int.from_bytes(raw[1:], "big"))
-        ids = decode_ids(raw)
-        return cls(ids, False, len(ids))
+        count = len(raw) // width
+        ids = decode_ids(raw[: 8 * count])
+        sizes = np.frombuffer(raw, ">u2", offset=8 * count).astype(np.uint16) if sized else None
+        return cls(ids, False, count, sizes)

@@ -7,21 +7,38 @@ proposes no candidates, and counts how often it was asked for, for ``neardup sta
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .codec import Postings
 from .transaction import Transaction
 
-__all__ = ["PostingIndex"]
+__all__ = ["Meetings", "PostingIndex"]
+
+
+@dataclass(slots=True)
+class Meetings:
+    """What one document met under its keys: the earlier documents, how many of its keys each
+    shared, their shingle counts (in a sized index), and how many of its keys were stop keys
+    (each may hide one more shared key)."""
+
+    shared: Counter[int] = field(default_factory=Counter)
+    sizes: dict[int, int] = field(default_factory=dict)
+    stopped: int = 0
 
 
 class PostingIndex:
-    def __init__(self, tx: Transaction, table: str, cap: int) -> None:
+    """``sized``: each entry also keeps its document's shingle count, so that candidates can be
+    filtered by size and shared keys before their sketches are read."""
+
+    def __init__(self, tx: Transaction, table: str, cap: int, sized: bool = False) -> None:
         self._tx = tx
         self._table = table
         self._cap = cap
+        self._sized = sized
 
     def prefetch(self, keys: Sequence[bytes]) -> None:
         self._tx.prefetch(self._table, keys)
@@ -31,34 +48,55 @@ class PostingIndex:
         found: set[int] = set()
         for raw in self._tx.get_many(self._table, keys):
             if raw is not None:
-                postings = Postings.decode(raw)
+                postings = Postings.decode(raw, self._sized)
                 if not postings.stopped:
                     found.update(postings.doc_ids.tolist())
         return found
 
-    def add(self, keys: Sequence[bytes], doc_id: int) -> set[int]:
+    def add(self, keys: Sequence[bytes], doc_id: int, size: int = 0) -> set[int]:
         """Add a document under each key; returns the documents that were already there."""
-        return self.add_batch([keys], [doc_id])[0]
+        return set(self.meet_batch([keys], [doc_id], [size])[0].shared)
 
     def add_batch(
-        self, key_lists: Sequence[Sequence[bytes]], doc_ids: Sequence[int]
+        self,
+        key_lists: Sequence[Sequence[bytes]],
+        doc_ids: Sequence[int],
+        sizes: Sequence[int] | None = None,
     ) -> list[set[int]]:
-        """Add documents in order, each under its keys; for each, the documents that were
-        already there (earlier ones of the batch included): the same as ``add`` one by one."""
+        """``add`` for many documents in order (see ``meet_batch``)."""
+        return [set(met.shared) for met in self.meet_batch(key_lists, doc_ids, sizes)]
+
+    def meet_batch(
+        self,
+        key_lists: Sequence[Sequence[bytes]],
+        doc_ids: Sequence[int],
+        sizes: Sequence[int] | None = None,
+    ) -> list[Meetings]:
+        """Add documents in order, each under its keys (with its shingle count in a sized
+        index); for each, what it met there (earlier ones of the batch included): the same
+        as adding them one by one."""
+        if self._sized and (sizes is None or len(sizes) != len(doc_ids)):
+            raise ValueError(f"the sized index {self._table!r} needs a shingle count per document")
         carriers: dict[bytes, list[int]] = {}
         for owner, keys in enumerate(key_lists):
             for key in keys:
                 carriers.setdefault(key, []).append(owner)
         unique = list(carriers)
         stored = self._tx.get_many(self._table, unique)
-        found: list[set[int]] = [set() for _ in doc_ids]
+        met = [Meetings() for _ in doc_ids]
         for key, raw in zip(unique, stored, strict=True):
             owners = carriers[key]
             if raw is None and len(owners) == 1:  # the common case: a key seen for the first time
-                self._tx.put(self._table, key, doc_ids[owners[0]].to_bytes(8, "big"))
+                self._tx.put(self._table, key, self._entry(owners[0], doc_ids, sizes))
             else:
-                self._add_in_order(key, raw, owners, doc_ids, found)
-        return found
+                self._add_in_order(key, raw, owners, doc_ids, sizes, met)
+        return met
+
+    def _entry(self, owner: int, doc_ids: Sequence[int], sizes: Sequence[int] | None) -> bytes:
+        entry = doc_ids[owner].to_bytes(8, "big")
+        return (
+            entry + sizes[owner].to_bytes(2, "big") if sizes is not None and self._sized else entry
+        )
 
     def _add_in_order(
         self,
@@ -66,24 +104,39 @@ class PostingIndex:
         raw: bytes | None,
         owners: list[int],
         doc_ids: Sequence[int],
-        found: list[set[int]],
+        sizes: Sequence[int] | None,
+        met: list[Meetings],
     ) -> None:
-        postings = Postings.decode(raw) if raw is not None else None
+        postings = Postings.decode(raw, self._sized) if raw is not None else None
         if postings is not None and postings.stopped:
+            for owner in owners:
+                met[owner].stopped += 1
             self._mark_stop(key, postings.requests + len(owners))
             return
         ids: list[int] = [] if postings is None else postings.doc_ids.tolist()
+        counts: list[int] = (
+            [] if postings is None or postings.sizes is None else postings.sizes.tolist()
+        )
         for position, owner in enumerate(owners):
             doc_id = doc_ids[owner]
-            if doc_id in ids:  # posted before (a replay): the same documents came before it
-                found[owner].update(ids[: ids.index(doc_id)])
+            seen = ids.index(doc_id) if doc_id in ids else len(ids)  # a replay meets the same
+            meetings = met[owner]
+            meetings.shared.update(ids[:seen])
+            if self._sized:
+                meetings.sizes.update(zip(ids[:seen], counts[:seen], strict=True))
+            if seen < len(ids):
                 continue
-            found[owner].update(ids)
             ids.append(doc_id)
+            if sizes is not None and self._sized:
+                counts.append(sizes[owner])
             if len(ids) >= self._cap:  # later carriers in the batch still count as requests
+                for later in owners[position + 1 :]:
+                    met[later].stopped += 1
                 self._mark_stop(key, len(ids) + len(owners) - 1 - position)
                 return
-        self._tx.put(self._table, key, b"".join(i.to_bytes(8, "big") for i in ids))
+        array = np.array(ids, dtype=np.uint64)
+        kept = np.array(counts, dtype=np.uint16) if self._sized else None
+        self._tx.put(self._table, key, Postings(array, False, len(ids), kept).encode())
 
     def _mark_stop(self, key: bytes, requests: int) -> None:
         empty = np.zeros(0, dtype=np.uint64)

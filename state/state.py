@@ -27,7 +27,7 @@ class StateView:
         self.documents = Documents(self.tx)
         self.fingerprints = FingerprintTable(self.tx)
         self.super_shingles = PostingIndex(self.tx, "supershingles", settings.posting_cap)
-        self.short_shingles = PostingIndex(self.tx, "shingles", settings.posting_cap)
+        self.short_shingles = PostingIndex(self.tx, "shingles", settings.posting_cap, sized=True)
         # the Kafka topology posts fingerprints like index keys (every document with the
         # fingerprint, in order); a one-document list has the FingerprintTable layout
         self.exact_fingerprints = PostingIndex(self.tx, "fingerprints", settings.posting_cap)

@@ -20,7 +20,7 @@ from neardup.core import (
     estimate_pairs,
     sketch_family,
 )
-from neardup.state import DocRecord, FingerprintKind, State, StateView
+from neardup.state import DocRecord, FingerprintKind, Meetings, State, StateView
 
 from .events import ClusterMerged, DocRef, Duplicate, Event
 
@@ -91,6 +91,22 @@ def _index_keys(doc: PreparedDoc) -> tuple[list[bytes], list[bytes]]:
         [key.to_bytes(8, "big") for key in doc.super_shingles.tolist()],
         [key.to_bytes(4, "big") for key in doc.shingle_keys.tolist()],
     )
+
+
+def _short_candidates(doc: PreparedDoc, met: Meetings, settings: Settings) -> set[int]:
+    """The documents met in the short-document index that may still resemble ``doc``: those
+    sharing enough of its indexed shingles for their size (``short_index_min_shared``).
+
+    Keys that are stop keys, or that ``doc`` dropped as repeated 32-bit keys, may each hide one
+    shared shingle, so they count for every candidate: no pair at or above T is lost.
+    """
+    count = doc.shingle_count
+    unseen = met.stopped + settings.short_index_prefix(count) - len(doc.shingle_keys)
+    return {
+        candidate
+        for candidate, shared in met.shared.items()
+        if shared + unseen >= settings.short_index_min_shared(count, met.sizes[candidate])
+    }
 
 
 def _verify_all(
@@ -210,7 +226,12 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     keys = [_index_keys(doc) for doc in fresh]
     fresh_ids = [doc.doc_id for doc in fresh]
     near = view.super_shingles.add_batch([super_keys for super_keys, _ in keys], fresh_ids)
-    short = view.short_shingles.add_batch([shingle_keys for _, shingle_keys in keys], fresh_ids)
+    met = view.short_shingles.meet_batch(
+        [shingle_keys for _, shingle_keys in keys], fresh_ids, [d.shingle_count for d in fresh]
+    )
+    short = [
+        _short_candidates(doc, meetings, settings) for doc, meetings in zip(fresh, met, strict=True)
+    ]
     verified = _verify_all(
         view,
         [(doc, a | b) for doc, a, b in zip(fresh, near, short, strict=True)],

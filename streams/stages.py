@@ -132,15 +132,17 @@ class KeysMessage:
     """A document's index keys that one partition owns."""
 
     ref: DocRef
+    shingle_count: int  # kept beside the document in the short-document index
     keys: list[tuple[str, int]]
 
     def encode(self) -> bytes:
-        return _dumps({"doc": _ref_json(self.ref), "keys": self.keys})
+        return _dumps({"doc": _ref_json(self.ref), "n": self.shingle_count, "keys": self.keys})
 
     @classmethod
     def decode(cls, raw: bytes) -> KeysMessage:
         data = json.loads(raw)
-        return cls(_ref(data["doc"]), [(str(k), int(v)) for k, v in data["keys"]])
+        keys = [(str(k), int(v)) for k, v in data["keys"]]
+        return cls(_ref(data["doc"]), int(data["n"]), keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +233,8 @@ def stage_docs(view: StateView, message: DocMessage, partitions: int) -> dict[in
     by_partition: dict[int, list[tuple[str, int]]] = {}
     for kind, key in message.keys:
         by_partition.setdefault(key_partition(kind, key, partitions), []).append((kind, key))
-    return {p: KeysMessage(ref, keys) for p, keys in sorted(by_partition.items())}
+    count = message.shingle_count
+    return {p: KeysMessage(ref, count, keys) for p, keys in sorted(by_partition.items())}
 
 
 def _key_bytes(kind: str, key: int) -> bytes:
@@ -257,7 +260,8 @@ def stage_keys(view: StateView, message: KeysMessage) -> CandidateMessage | None
     for kind in sorted({k for k, _ in message.keys}, key=list(_KINDS).index):
         keys = [_key_bytes(kind, key) for k, key in message.keys if k == kind]
         index = _index(view, kind)
-        for doc_id in sorted(index.add_batch([keys], [message.ref.doc_id])[0]):
+        met = index.add_batch([keys], [message.ref.doc_id], [message.shingle_count])[0]
+        for doc_id in sorted(met):
             found.setdefault(doc_id, _KINDS[kind])  # exact methods first: they name the pair best
     found.pop(message.ref.doc_id, None)
     return CandidateMessage(message.ref, sorted(found.items())) if found else None

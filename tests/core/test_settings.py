@@ -95,8 +95,12 @@ def test_short_index_prefixes_of_resembling_sets_always_meet(
     settings = Settings(threshold=threshold)
     prefix_a = set(sorted(first)[: settings.short_index_prefix(len(first))])
     prefix_b = set(sorted(second)[: settings.short_index_prefix(len(second))])
+    needed = settings.short_index_min_shared(len(first), len(second))
+    assert needed == settings.short_index_min_shared(len(second), len(first))
     if len(shared) >= threshold * len(first | second):
-        assert prefix_a & prefix_b
+        assert len(prefix_a & prefix_b) >= needed >= 1
+    elif min(len(first), len(second)) < threshold * max(len(first), len(second)) - 1e-9:
+        assert needed > len(first) + len(second)  # ruled out by the counts alone
 
 
 def test_short_index_prefix_is_as_short_as_the_guarantee_allows() -> None:
@@ -108,3 +112,13 @@ def test_short_index_prefix_is_as_short_as_the_guarantee_allows() -> None:
     prefix_b = set(b[: settings.short_index_prefix(len(b))])
     assert prefix_a & prefix_b == {5}
     assert not set(a[: settings.short_index_prefix(len(a)) - 1]) & prefix_b
+
+
+def test_short_index_min_shared_is_tight() -> None:
+    # J = 8/16: each side's own shingles come first, so its prefix of 7 holds only 3 shared
+    settings = Settings(threshold=0.5)
+    a, b = [0, 1, 2, 3, *range(8, 16)], [4, 5, 6, 7, *range(8, 16)]
+    prefix_a = set(a[: settings.short_index_prefix(len(a))])
+    prefix_b = set(b[: settings.short_index_prefix(len(b))])
+    assert len(prefix_a & prefix_b) == settings.short_index_min_shared(12, 12) == 3
+    assert settings.short_index_min_shared(10, 21) == 32  # 10 < 0.5 * 21: out by size

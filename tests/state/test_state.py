@@ -80,6 +80,28 @@ def test_posting_lists_are_capped_into_stop_keys() -> None:
         assert int.from_bytes(stop[b"supershingles:k"], "big") == 4
 
 
+def test_sized_index_counts_shared_keys_and_sizes_in_order() -> None:
+    with State.open(None, Settings(posting_cap=3)) as state:
+        view = state.view()
+        index = view.short_shingles
+        index.meet_batch([[b"a", b"b"]], [1], [40])
+        view.commit()  # the next documents read document 1 back from the store
+        view = state.view()
+        index = view.short_shingles
+        first, second = index.meet_batch([[b"a", b"b", b"c"], [b"a", b"c"]], [2, 3], [50, 60])
+        assert (first.shared, first.sizes, first.stopped) == ({1: 2}, {1: 40}, 0)
+        # "a" reaches the cap with document 3, which met 1 and 2 there, and 2 again under "c"
+        assert (second.shared, second.sizes, second.stopped) == ({1: 1, 2: 2}, {1: 40, 2: 50}, 0)
+        assert index.meet_batch([[b"a", b"b"]], [4], [70])[0].stopped == 1
+        kept = Postings.decode(view.tx.get("shingles", b"c") or b"", sized=True)
+        assert kept.sizes is not None
+        assert (kept.doc_ids.tolist(), kept.sizes.tolist()) == ([2, 3], [50, 60])
+        replay = index.meet_batch([[b"c"]], [3], [60])[0]  # posted before: meets the same
+        assert (replay.shared, replay.sizes) == ({2: 1}, {2: 50})
+        with pytest.raises(ValueError, match="needs a shingle count"):
+            index.meet_batch([[b"a"]], [5])
+
+
 def test_union_find_keeps_older_root_and_sizes() -> None:
     with State.open(None) as state:
         view = state.view()

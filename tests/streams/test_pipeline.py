@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from neardup.core import Page, Settings
+from neardup.core import Page, Preparer, Settings
 from neardup.state import DocRecord, State
 from neardup.streams import ClusterMerged, Detector, Duplicate
 
-from tests.helpers import family_pages, partition
+from tests.helpers import VOCABULARY, family_pages, partition
 
 
 @given(
@@ -124,3 +124,30 @@ def test_identical_canonical_and_shingle_equivalent_shortcuts() -> None:
         "https://o/4": "near",
         "https://r/2": "shingle",
     }
+
+
+@given(st.integers(0, 10_000), st.sampled_from([0.5, 0.7]))
+def test_no_short_pair_at_or_above_the_threshold_is_lost(seed: int, threshold: float) -> None:
+    # Short pages over shared boilerplate: many pairs meet in the short-document index, and
+    # those at or above T must survive the prefix and shared-key filters.
+    rng = np.random.default_rng(seed)
+    blocks = [" ".join(rng.choice(VOCABULARY[:50], size=int(rng.integers(5, 30)))) for _ in "ab"]
+    pages = []
+    for index in range(40):
+        body = rng.choice(VOCABULARY[: int(rng.integers(20, 400))], size=int(rng.integers(3, 60)))
+        if index % 2 and pages:  # an edited copy of an earlier body
+            earlier = pages[int(rng.integers(0, len(pages)))].content.split()
+            body = np.array(earlier[: int(rng.integers(len(earlier) // 2, len(earlier) + 1))])
+        text = f"{blocks[index % 2]} {' '.join(body)}"
+        pages.append(Page(f"https://s.example/{index}", text, "2026-03-01T10:00:00.000000Z"))
+    settings = Settings(threshold=threshold)
+    with State.open(None, settings) as state:
+        Detector(state).process(pages)
+        together = {url: group for group in partition(state) for url in group}
+        prepared = Preparer(settings).prepare(pages)
+        for first in prepared:
+            for second in prepared:
+                a, b = set(first.sketch.values.tolist()), set(second.sketch.values.tolist())
+                assert first.sketch.complete and second.sketch.complete
+                if a and b and len(a & b) >= threshold * len(a | b) - 1e-9:
+                    assert second.page.url in together.get(first.page.url, {first.page.url})
