@@ -84,19 +84,20 @@ class PostingIndex:
         unique = list(carriers)
         stored = self._tx.get_many(self._table, unique)
         met = [Meetings() for _ in doc_ids]
+        entries = [doc_id.to_bytes(8, "big") for doc_id in doc_ids]
+        if self._sized and sizes is not None:
+            entries = [
+                entry + size.to_bytes(2, "big") for entry, size in zip(entries, sizes, strict=True)
+            ]
+        first_seen: dict[bytes, bytes] = {}
         for key, raw in zip(unique, stored, strict=True):
             owners = carriers[key]
             if raw is None and len(owners) == 1:  # the common case: a key seen for the first time
-                self._tx.put(self._table, key, self._entry(owners[0], doc_ids, sizes))
+                first_seen[key] = entries[owners[0]]
             else:
                 self._add_in_order(key, raw, owners, doc_ids, sizes, met)
+        self._tx.put_many(self._table, first_seen)
         return met
-
-    def _entry(self, owner: int, doc_ids: Sequence[int], sizes: Sequence[int] | None) -> bytes:
-        entry = doc_ids[owner].to_bytes(8, "big")
-        return (
-            entry + sizes[owner].to_bytes(2, "big") if sizes is not None and self._sized else entry
-        )
 
     def _add_in_order(
         self,

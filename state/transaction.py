@@ -54,6 +54,11 @@ class Transaction:
             raise ValueError("stored values must not be empty")
         self._pending.setdefault(table, {})[key] = value
 
+    def put_many(self, table: str, values: dict[bytes, bytes]) -> None:
+        if not all(values.values()):
+            raise ValueError("stored values must not be empty")
+        self._pending.setdefault(table, {}).update(values)
+
     def delete(self, table: str, key: bytes) -> None:
         self._pending.setdefault(table, {})[key] = None
 
