@@ -90,15 +90,11 @@ def _disk_bytes(path: Path) -> int:
 
 def _neardup(corpus: Path, work: Path, threshold: float) -> tuple[float, float, Path, int]:
     state, out = work / "neardup-state", work / "neardup-clusters.jsonl"
-    python = [sys.executable, "-m", "neardup.streams"]
-    run_s, run_rss = _run(
-        [*python, "run", "--state", str(state), "--quiet", "--threshold", str(threshold),
-         str(corpus)]
+    seconds, rss = _run(
+        [sys.executable, "-m", "neardup.streams", "run", "--state", str(state), "--quiet",
+         "--threshold", str(threshold), "--clusters", str(out), str(corpus)]
     )  # fmt: skip
-    started = time.perf_counter()
-    with open(out, "w") as clusters:
-        subprocess.run([*python, "clusters", "--state", str(state)], stdout=clusters, check=True)
-    return run_s + time.perf_counter() - started, run_rss, out, _disk_bytes(state)
+    return seconds, rss, out, _disk_bytes(state)
 
 
 def _peer(name: str, corpus: Path, work: Path, threshold: float) -> tuple[float, float, Path, int]:

@@ -125,6 +125,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"larger records are dead letters (default {DEFAULT_MAX_RECORD_BYTES})",
     )
+    run.add_argument(
+        "--clusters",
+        metavar="FILE",
+        help="when done, write the clusters here as `neardup clusters` prints them (- for stdout)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress and no summary")
 
     clusters = commands.add_parser(
@@ -366,8 +371,8 @@ def _open_output(stack: ExitStack, name: str | None) -> IO[str] | None:
     return stack.enter_context(open(name, "a", encoding="utf-8"))
 
 
-def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
+def _print_json(value: Any, out: IO[str] | None = None) -> None:
+    (out or sys.stdout).write(json.dumps(value, ensure_ascii=False) + "\n")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -387,6 +392,14 @@ def _run(args: argparse.Namespace) -> int:
             progress.close()
         if not args.quiet:
             print(summary.describe(), file=sys.stderr)
+        if args.clusters is not None:  # a snapshot: replaces what the file held
+            out = (
+                sys.stdout
+                if args.clusters == "-"
+                else stack.enter_context(open(args.clusters, "w", encoding="utf-8"))
+            )
+            for line in reports.cluster_lines(state):
+                _print_json(line, out)
     return 0
 
 

@@ -82,6 +82,18 @@ def test_dead_letters_and_events_were_written(state: Path) -> None:
     }
 
 
+def test_run_can_write_the_clusters_it_leaves(state: Path, tmp_path: Path) -> None:
+    target = tmp_path / "again"
+    written = tmp_path / "clusters.jsonl"
+    written.write_text("stale\n")
+    result = neardup(
+        "run", "--state", str(target), "--quiet", "--clusters", str(written), str(SAMPLE)
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in written.read_text().splitlines()]
+    assert lines == _clusters(target) and len(lines) >= 14
+
+
 def test_second_run_on_the_same_input_adds_nothing(state: Path, tmp_path: Path) -> None:
     before = _clusters(state)
     result = neardup(
