@@ -16,9 +16,7 @@ __all__ = [
     "DocRecord",
     "Postings",
     "decode_id",
-    "decode_ids",
     "encode_id",
-    "encode_ids",
     "fetched_at_from_micros",
     "fetched_at_to_micros",
 ]
@@ -42,14 +40,6 @@ def encode_id(doc_id: int) -> bytes:
 def decode_id(raw: bytes) -> int:
     value: int = _ID.unpack(raw)[0]
     return value
-
-
-def encode_ids(doc_ids: npt.NDArray[np.uint64]) -> bytes:
-    return doc_ids.astype(">u8").tobytes()
-
-
-def decode_ids(raw: bytes) -> npt.NDArray[np.uint64]:
-    return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
 
 
 def fetched_at_to_micros(fetched_at: str) -> int:
@@ -141,20 +131,22 @@ class Postings:
 
     Layout: a plain list is its 8-byte ids, then in a sized index the 2-byte shingle count of
     each (no header, since most lists hold one document); a stop key is a marker byte and the
-    8-byte request count.
+    8-byte request count. Plain tuples, not arrays: most lists are short, and struct packs
+    them faster than numpy can set up.
     """
 
-    doc_ids: npt.NDArray[np.uint64]
+    doc_ids: tuple[int, ...]
     stopped: bool
     requests: int  # how many documents have carried this key
     #: the shingle count of each document, in a sized index
-    sizes: npt.NDArray[np.uint16] | None = None
+    sizes: tuple[int, ...] | None = None
 
     def encode(self) -> bytes:
         if self.stopped:
             return _STOP_MARK + self.requests.to_bytes(8, "big")
-        ids = encode_ids(self.doc_ids)
-        return ids if self.sizes is None else ids + self.sizes.astype(">u2").tobytes()
+        count = len(self.doc_ids)
+        ids = struct.pack(f">{count}Q", *self.doc_ids)
+        return ids if self.sizes is None else ids + struct.pack(f">{count}H", *self.sizes)
 
     @classmethod
     def decode(cls, raw: bytes, sized: bool = False) -> Postings:
@@ -162,8 +154,8 @@ class Postings:
         if len(raw) % width:
             if raw[:1] != _STOP_MARK or len(raw) != 9:
                 raise StateError(f"a stored posting list of {len(raw)} bytes is corrupt")
-            return cls(np.zeros(0, dtype=np.uint64), True, int.from_bytes(raw[1:], "big"))
+            return cls((), True, int.from_bytes(raw[1:], "big"))
         count = len(raw) // width
-        ids = decode_ids(raw[: 8 * count])
-        sizes = np.frombuffer(raw, ">u2", offset=8 * count).astype(np.uint16) if sized else None
+        ids = struct.unpack_from(f">{count}Q", raw)
+        sizes = struct.unpack_from(f">{count}H", raw, 8 * count) if sized else None
         return cls(ids, False, count, sizes)

@@ -11,8 +11,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from .codec import Postings
 from .transaction import Transaction
 
@@ -50,7 +48,7 @@ class PostingIndex:
             if raw is not None:
                 postings = Postings.decode(raw, self._sized)
                 if not postings.stopped:
-                    found.update(postings.doc_ids.tolist())
+                    found.update(postings.doc_ids)
         return found
 
     def add(self, keys: Sequence[bytes], doc_id: int, size: int = 0) -> set[int]:
@@ -114,10 +112,8 @@ class PostingIndex:
                 met[owner].stopped += 1
             self._mark_stop(key, postings.requests + len(owners))
             return
-        ids: list[int] = [] if postings is None else postings.doc_ids.tolist()
-        counts: list[int] = (
-            [] if postings is None or postings.sizes is None else postings.sizes.tolist()
-        )
+        ids = [] if postings is None else list(postings.doc_ids)
+        counts = [] if postings is None else list(postings.sizes or ())
         for position, owner in enumerate(owners):
             doc_id = doc_ids[owner]
             seen = ids.index(doc_id) if doc_id in ids else len(ids)  # a replay meets the same
@@ -135,11 +131,9 @@ class PostingIndex:
                     met[later].stopped += 1
                 self._mark_stop(key, len(ids) + len(owners) - 1 - position)
                 return
-        array = np.array(ids, dtype=np.uint64)
-        kept = np.array(counts, dtype=np.uint16) if self._sized else None
-        self._tx.put(self._table, key, Postings(array, False, len(ids), kept).encode())
+        kept = tuple(counts) if self._sized else None
+        self._tx.put(self._table, key, Postings(tuple(ids), False, len(ids), kept).encode())
 
     def _mark_stop(self, key: bytes, requests: int) -> None:
-        empty = np.zeros(0, dtype=np.uint64)
-        self._tx.put(self._table, key, Postings(empty, True, requests).encode())
+        self._tx.put(self._table, key, Postings((), True, requests).encode())
         self._tx.put("stopkeys", self._table.encode() + b":" + key, requests.to_bytes(8, "big"))
