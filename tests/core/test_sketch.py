@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from neardup.core import Settings, Sketch, SketchMismatchError, estimate, estimate_pairs
+from hypothesis import given
+from hypothesis import strategies as st
+from neardup.core import (
+    Settings,
+    Sketch,
+    SketchMismatchError,
+    estimate,
+    estimate_pairs,
+    sketch_family,
+)
 
 
 def _pair(
@@ -103,3 +112,54 @@ def test_many_pairs_are_estimated_as_one_at_a_time() -> None:
     second = [sketches[i] for i in rng.integers(0, 50, size=5000)]
     together = estimate_pairs(first, second)  # more pairs than one vectorised pass takes
     assert together == [estimate(a, b) for a, b in zip(first, second, strict=True)]
+
+
+def _by_definition(a: Sketch, b: Sketch) -> tuple[float, float, float, bool]:
+    """The MIN_s estimators as the module docstring states them, one pair, in plain Python."""
+    mine, theirs = set(a.values.tolist()), set(b.values.tolist())
+    exact = a.complete and b.complete
+    union = sorted(mine | theirs)
+    sample = union if exact else union[: a.sample_size]
+    resemblance = sum(v in mine and v in theirs for v in sample) / len(sample) if sample else 0.0
+    cutoff = min(
+        max(s.values.tolist()) if not s.complete and len(s.values) else 2**32 for s in (a, b)
+    )
+    shared = sum(v <= cutoff for v in mine & theirs)
+    below_a, below_b = sum(v <= cutoff for v in mine), sum(v <= cutoff for v in theirs)
+    return resemblance, shared / max(below_a, 1), shared / max(below_b, 1), exact
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sets(st.integers(0, 2**32 - 1), max_size=40),
+            st.sets(st.integers(0, 2**32 - 1), max_size=40),
+            st.sets(st.integers(0, 2**32 - 1), max_size=40),
+            st.integers(0, 3),
+            st.integers(0, 3),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_vectorised_estimates_equal_the_definitions(
+    pairs: list[tuple[set[int], set[int], set[int], int, int]],
+) -> None:
+    settings = Settings(sample_size=16, short_limit=8)
+    family = sketch_family(settings)
+
+    def sketch(values: set[int], extra: int) -> Sketch:
+        kept = np.array(sorted(values)[:16], dtype=np.uint32)
+        return Sketch(kept, len(values) * (1 + extra), 16, family)  # extra: unsampled rest
+
+    first = [sketch(shared | a, x) for shared, a, _, x, _ in pairs]
+    second = [sketch(shared | b, y) for shared, _, b, _, y in pairs]
+    found = estimate_pairs(first, second)
+    for got, a, b in zip(found, first, second, strict=True):
+        expected = _by_definition(a, b)
+        assert (got.resemblance, got.containment, got.containment_reverse, got.exact) == (
+            pytest.approx(expected[0]),
+            pytest.approx(expected[1]),
+            pytest.approx(expected[2]),
+            expected[3],
+        )
