@@ -32,8 +32,9 @@ __all__ = ["Estimate", "Sketch", "estimate", "estimate_pairs", "sketch_family"]
 
 U32 = npt.NDArray[np.uint32]
 _NO_CUTOFF = 1 << 32  # above every 32-bit sample value
-#: pairs estimated in one vectorised pass (at s = 256, about 4 MB per temporary array)
-_PAIRS_PER_CALL = 2048
+#: pairs estimated in one vectorised pass: at s = 256 each temporary (int64, both sides) is
+#: 2 MB, and about eight are alive at once
+_PAIRS_PER_CALL = 512
 
 
 def sketch_family(settings: Settings) -> int:

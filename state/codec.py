@@ -97,6 +97,14 @@ class DocRecord:
         return cls(url, fetched_at_from_micros(micros), count, sketch, duplicate_of)
 
     @staticmethod
+    def decode_ref(raw: bytes) -> tuple[str, str]:
+        """Only (fetched_at, url): what listing clusters reads, without the sketch."""
+        _check_version(raw, "document")
+        _, _, micros, _, _, url_length = _DOC_HEAD.unpack_from(raw)
+        start = _DOC_HEAD.size
+        return fetched_at_from_micros(micros), raw[start : start + url_length].decode("utf-8")
+
+    @staticmethod
     def decode_sketch(raw: bytes) -> tuple[int, npt.NDArray[np.uint32]] | None:
         """Only (shingle count, sketch), or None for a twin that keeps none: what verifying a
         candidate reads, without decoding the URL and time of every candidate."""

@@ -48,10 +48,16 @@ class Documents:
             doc_id, record = record.duplicate_of, self.get(record.duplicate_of)
         return None if record is None else (doc_id, record)
 
-    def scan(self) -> Iterator[tuple[int, DocRecord]]:
-        """Every stored document (committed state only), by id."""
+    def refs(self, doc_ids: Iterable[int]) -> list[tuple[str, str]]:
+        """(fetched_at, url) of the stored documents among ``doc_ids``, read from the committed
+        state and not cached: for reports that walk the whole state."""
+        raws = self._tx.store.get_many("docs", [encode_id(doc_id) for doc_id in doc_ids])
+        return [DocRecord.decode_ref(raw) for raw in raws if raw is not None]
+
+    def scan_refs(self) -> Iterator[tuple[int, str, str]]:
+        """Every stored document (committed state only) as (id, fetched_at, url), by id."""
         for key, raw in self._tx.store.items("docs"):
-            yield decode_id(key), DocRecord.decode(raw)
+            yield decode_id(key), *DocRecord.decode_ref(raw)
 
 
 class FingerprintKind(IntEnum):

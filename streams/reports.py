@@ -18,10 +18,9 @@ def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[di
     """One JSON object per cluster, largest first: {"cluster", "size", "members": [url, ...]}."""
     view = state.view()
     groups = view.clusters.members()
-    records = dict(view.documents.scan())
     ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
-    for root, members in ordered:
-        docs = sorted((records[m].fetched_at, records[m].url) for m in members)
+    for root, members in ordered:  # one cluster's records at a time: memory stays flat
+        docs = sorted(view.documents.refs(members))
         yield {
             "cluster": format_id(root),
             "size": len(members),
@@ -29,9 +28,9 @@ def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[di
         }
     if include_singletons:
         clustered = {m for members in groups.values() for m in members}
-        for doc_id, record in records.items():
+        for doc_id, _, url in view.documents.scan_refs():
             if doc_id not in clustered:
-                yield {"cluster": format_id(doc_id), "size": 1, "members": [record.url]}
+                yield {"cluster": format_id(doc_id), "size": 1, "members": [url]}
 
 
 def statistics(state: State, top: int = 10) -> dict[str, Any]:
