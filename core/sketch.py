@@ -31,7 +31,7 @@ from .settings import Settings
 __all__ = ["Estimate", "Sketch", "estimate", "estimate_pairs", "sketch_family"]
 
 U32 = npt.NDArray[np.uint32]
-_NO_CUTOFF = 1 << 32  # above every 32-bit sample value
+_NO_CUTOFF = (1 << 32) - 1  # the largest 32-bit value: a complete sketch keeps every value
 #: pairs estimated in one vectorised pass: at s = 256 each temporary (int64, both sides) is
 #: 2 MB, and about eight are alive at once
 _PAIRS_PER_CALL = 512
@@ -69,10 +69,6 @@ class Sketch:
     def complete(self) -> bool:
         """True when the sample is the whole shingle set."""
         return self.shingle_count <= self.sample_size
-
-    def _cutoff(self) -> int | None:
-        # values above the cut-off are not sampled; a complete sketch has none
-        return None if self.complete or len(self.values) == 0 else int(self.values[-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +174,9 @@ def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 def _cutoffs(
     sketches: Sequence[Sketch], values: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]:
-    """Each sketch's largest sampled value, or the largest 32-bit value for a complete one
-    (``values``: the sketches' values laid end to end)."""
+    """Each sketch's cut-off: values above it are not sampled. Its largest sampled value, or
+    ``_NO_CUTOFF`` for a complete one (``values``: the sketches' values laid end to end)."""
     counts = np.fromiter((s.shingle_count for s in sketches), np.int64, len(sketches))
     sampled = (counts > sketches[0].sample_size) & (lengths > 0)
     last = np.cumsum(lengths) - 1
-    return np.where(sampled, values[np.maximum(last, 0)] if len(values) else 0, _NO_CUTOFF - 1)
+    return np.where(sampled, values[np.maximum(last, 0)] if len(values) else 0, _NO_CUTOFF)
