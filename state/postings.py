@@ -82,11 +82,12 @@ class PostingIndex:
         unique = list(carriers)
         stored = self._tx.get_many(self._table, unique)
         met = [Meetings() for _ in doc_ids]
-        entries = [doc_id.to_bytes(8, "big") for doc_id in doc_ids]
-        if self._sized and sizes is not None:
-            entries = [
-                entry + size.to_bytes(2, "big") for entry, size in zip(entries, sizes, strict=True)
-            ]
+        # a one-document list per document, written as is under each key it is first to carry
+        counts = sizes if self._sized and sizes is not None else [None] * len(doc_ids)
+        entries = [
+            Postings((doc_id,), False, 1, None if count is None else (count,)).encode()
+            for doc_id, count in zip(doc_ids, counts, strict=True)
+        ]
         first_seen: dict[bytes, bytes] = {}
         for key, raw in zip(unique, stored, strict=True):
             owners = carriers[key]

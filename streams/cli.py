@@ -362,13 +362,13 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_output(stack: ExitStack, name: str | None) -> IO[str] | None:
+def _open_output(stack: ExitStack, name: str | None, mode: str = "a") -> IO[str] | None:
     if name is None:
         return None
     if name == "-":
         return sys.stdout
     Path(name).parent.mkdir(parents=True, exist_ok=True)
-    return stack.enter_context(open(name, "a", encoding="utf-8"))
+    return stack.enter_context(open(name, mode, encoding="utf-8"))
 
 
 def _print_json(value: Any, out: IO[str] | None = None) -> None:
@@ -392,14 +392,11 @@ def _run(args: argparse.Namespace) -> int:
             progress.close()
         if not args.quiet:
             print(summary.describe(), file=sys.stderr)
-        if args.clusters is not None:  # a snapshot: replaces what the file held
-            out = (
-                sys.stdout
-                if args.clusters == "-"
-                else stack.enter_context(open(args.clusters, "w", encoding="utf-8"))
-            )
+        # a snapshot: replaces what the file held
+        clusters = _open_output(stack, args.clusters, "w")
+        if clusters is not None:
             for line in reports.cluster_lines(state):
-                _print_json(line, out)
+                _print_json(line, clusters)
     return 0
 
 
