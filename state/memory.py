@@ -1,12 +1,8 @@
-"""The in-memory backend: for tests, queries on throw-away state, and small runs.
-
-It keeps each table in a mutable mapping: its own dicts, or mappings it is given (the Kafka
-worker gives it Faust tables, see streams/table_store.py).
-"""
+"""The in-memory backend: for tests, queries on throw-away state, and small runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Sequence
 
 from .store import TABLES, Changes, Store
 
@@ -14,26 +10,16 @@ __all__ = ["MemoryStore"]
 
 
 class MemoryStore(Store):
-    """Every table in a dict, or only the ``tables`` given (using another is an error that
-    names the ones kept)."""
+    """Every table in a dict."""
 
-    def __init__(self, tables: Mapping[str, MutableMapping[bytes, bytes]] | None = None) -> None:
-        if tables is None:
-            tables = {name: {} for name in TABLES}
-        for name in tables:
-            self.check_table(name)
-        self._tables: dict[str, MutableMapping[bytes, bytes]] | None = dict(tables)
+    def __init__(self) -> None:
+        self._tables: dict[str, dict[bytes, bytes]] | None = {name: {} for name in TABLES}
 
-    def _table(self, table: str) -> MutableMapping[bytes, bytes]:
+    def _table(self, table: str) -> dict[bytes, bytes]:
         if self._tables is None:
             raise RuntimeError("the store is closed")
         self.check_table(table)
-        try:
-            return self._tables[table]
-        except KeyError:
-            raise KeyError(
-                f"table {table!r} is not kept by this store: it keeps {', '.join(self._tables)}"
-            ) from None
+        return self._tables[table]
 
     def get(self, table: str, key: bytes) -> bytes | None:
         value = self._table(table).get(key)
@@ -58,5 +44,4 @@ class MemoryStore(Store):
                     target[key] = bytes(value)
 
     def close(self) -> None:
-        """Forget the tables (mappings given to it stay with their owner)."""
         self._tables = None

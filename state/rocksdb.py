@@ -50,10 +50,15 @@ class RocksDBStore(Store):
         self.path.mkdir(parents=True, exist_ok=True)
         try:
             cache = Cache(_BLOCK_CACHE)
+            # RocksDB opens a database only with all of its column families: a table an older
+            # version kept is opened too (and left alone), so that the format check can speak
+            existing = Rdict.list_cf(str(self.path)) if (self.path / "CURRENT").exists() else []
             self._db: Any = Rdict(
                 str(self.path),
                 _options(cache),
-                column_families={name: _options(cache) for name in TABLES},
+                column_families={
+                    name: _options(cache) for name in {*TABLES, *existing} - {"default"}
+                },
             )
         except Exception as error:
             raise StateError(f"cannot open the state in {self.path}: {error}") from error

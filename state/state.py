@@ -28,9 +28,6 @@ class StateView:
         self.fingerprints = FingerprintTable(self.tx)
         self.super_shingles = PostingIndex(self.tx, "supershingles", settings.posting_cap)
         self.short_shingles = PostingIndex(self.tx, "shingles", settings.posting_cap, sized=True)
-        # the Kafka topology posts fingerprints like index keys (every document with the
-        # fingerprint, in order); a one-document list has the FingerprintTable layout
-        self.exact_fingerprints = PostingIndex(self.tx, "fingerprints", settings.posting_cap)
         self.clusters = Clusters(self.tx, self.documents)
         self.urls = UrlHistory(self.tx)
         self.counters = Counters(self.tx)

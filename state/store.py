@@ -23,7 +23,6 @@ TABLES = (
     "parents",  # doc id -> parent doc id (union-find; roots have none)
     "clusters",  # root doc id -> ClusterInfo (clusters of two or more)
     "urls",  # url -> every (fetched_at, doc id) seen for it
-    "events",  # Kafka union stage: the event each join/merge emitted, to re-send on replay
 )
 
 #: table -> key -> new value, or None to delete the key

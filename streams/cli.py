@@ -288,6 +288,7 @@ def _worker_flag(field: str) -> str:
 
 
 def _add_worker(commands: Any) -> None:
+    from .prepare_work import PREPARE_MODES
     from .worker_config import ENVIRONMENT
 
     worker = commands.add_parser(
@@ -315,17 +316,16 @@ def _add_worker(commands: Any) -> None:
         "--batch-size", type=int, default=256, metavar="N", help="pages prepared together"
     )
     worker.add_argument(
+        "--prepare",
+        choices=PREPARE_MODES,
+        help="prepare pages in a child process (default: a second core) or in a thread",
+    )
+    worker.add_argument(
         "--max-record-bytes",
         type=int,
         default=DEFAULT_MAX_RECORD_BYTES,
         metavar="N",
         help=f"larger messages are dead letters (default {DEFAULT_MAX_RECORD_BYTES})",
-    )
-    worker.add_argument(
-        "--no-recovery-check",
-        action="store_true",
-        help="restore tables even when their local offset is past the broker's high watermark "
-        "(only for brokers that under-report it, such as Tansu 0.6)",
     )
     worker.add_argument(
         "--loglevel", default="warning", choices=["debug", "info", "warning", "error"]
@@ -355,7 +355,6 @@ def _worker(args: argparse.Namespace) -> int:
         settings=Settings().replace(**overrides),
         batch_size=args.batch_size,
         max_record_bytes=args.max_record_bytes,
-        recovery_consistency_check=not args.no_recovery_check,
         **merged,  # type: ignore[arg-type]
     )
     run_worker(config, args.loglevel)

@@ -221,7 +221,15 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
         for kind, _ in _EXACT_METHODS
         if (fp := _fingerprint_of(doc, kind)) is not None
     )
-    admitted = [(doc, _admit(view, doc)) for doc in docs]
+    admitted: list[tuple[PreparedDoc, tuple[int, str] | bool | None]] = []
+    seen: set[int] = set()
+    for doc in docs:
+        if doc.doc_id in seen:  # delivered twice in one batch: stored once, like across batches
+            view.counters.add("repeats")
+            admitted.append((doc, False))
+        else:
+            seen.add(doc.doc_id)
+            admitted.append((doc, _admit(view, doc)))
     fresh = [doc for doc, twin in admitted if twin is None]
     keys = [_index_keys(doc) for doc in fresh]
     fresh_ids = [doc.doc_id for doc in fresh]
@@ -346,11 +354,18 @@ class Detector:
 
     def ingest(self, prepared: list[PreparedDoc]) -> BatchResult:
         """The second half of ``process``, for pages prepared elsewhere (another thread)."""
+        view, result = self.stage(prepared)
+        view.commit()
+        return result
+
+    def stage(self, prepared: list[PreparedDoc]) -> tuple[StateView, BatchResult]:
+        """``ingest`` without the commit: the caller may act on the events (send them) and
+        add writes of its own before ``view.commit()`` makes the batch durable, or drop the
+        view to forget the batch."""
         view = self.state.view()
         result = BatchResult()
         before = view.counters.get("repeats")
         result.events = ingest_batch(view, prepared, self.settings)
         result.repeats = view.counters.get("repeats") - before
         result.documents = len(prepared) - result.repeats
-        view.commit()
-        return result
+        return view, result

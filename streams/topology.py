@@ -1,79 +1,62 @@
-"""The Kafka topology: the stage functions of streams/stages.py as Faust agents.
+"""The Kafka topology: two Faust agents around one ordered log.
 
-    pages       (key url, N)      prepare (batched)  -> docs, dead letters
-    {app}-docs  (doc id, N)       store sketch       -> keys
-    {app}-keys  (key owner, N)    post in index      -> candidates
-    {app}-candidates (doc id, N)  attach sketch      -> verify
-    {app}-verify (candidate, N)   estimate           -> edges
-    {app}-edges (1)               union-find         -> events (key cluster id)
+    pages             (key url, N partitions)  prepare  -> prepared batches, dead letters
+    {app}-prepared    (1 partition)            detect   -> events (key cluster id), dead letters
 
-A stage message is a batch (one JSON item a line; one message per target partition for
-each batch processed upstream), so Faust's cost per message is paid per batch, not per
-document or pair. Items go to explicit partitions (doc id mod N, ``key_partition``), so
-every stage reads and writes only table keys owned by the partition it is processing, and
-Faust restores exactly those keys for whichever worker owns the partition.
+``prepare`` (parse, canonical form, shingles, sketch, super-shingles) keeps no state, so it
+spreads over every worker with the pages partitions. ``detect`` is the embedded Detector over
+this worker's RocksDB state (``LogDetector``): whichever worker owns the one prepared
+partition applies it in offset order, so every deployment sees one order of documents, as
+union-find needs. The prepared topic is the detector's changelog: a worker that gets the
+partition with a state that is behind catches up by reading it (``_catch_up``).
 
-Sends are ``force``d: published at once instead of being held until the input offset is
-committed (which would add a commit interval of latency per stage). At-least-once holds
-all the same: Faust flushes the producer before it commits offsets, and a send is issued
-before its input event is acknowledged; replays are harmless (replay-safe stages).
+Both agents do their CPU work in threads of their own (numpy, RocksDB and selectolax release
+the GIL for part of it), so the event loop keeps fetching, sending and heartbeating.
+
+Delivery: pages are read at least once. Sends go straight to Faust's producer, which Faust
+flushes before it commits input offsets; a page prepared twice is one document. The
+detect agent sends a batch's events and flushes them before it commits the batch's state
+and offset in one write, so a crash between the two repeats the events (same ids) but never
+loses them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import faust
-from neardup.core import BadRecordError, Page, Preparer, page_from_json
-from neardup.state import StateView
+from neardup.core import BadRecordError, StateError
+from neardup.state import State
 
+from . import faust_transport, prepare_work
 from .inputs import DeadLetter
-from .stages import (
-    CandidateMessage,
-    DocMessage,
-    EdgeMessage,
-    KeysMessage,
-    VerifyMessage,
-    stage_candidates,
-    stage_docs,
-    stage_keys,
-    stage_union,
-    stage_verify_batch,
-)
-from .table_store import TableStore
+from .log_detector import LogDetector, Staged
 from .worker_config import WorkerConfig
 
 __all__ = ["build_app", "internal_topics"]
 
 _EXCERPT = 512
-#: stage messages stay well under Kafka's default 1 MB message limit
-_MESSAGE_BYTES = 512 * 1024
-#: Our state tables, by the stage that keeps them (their Faust names get the stage prefix:
-#: the union stage keeps its own small "docs" table, partitioned differently).
-_DOC_TABLES = ("docs", "meta")
-_KEY_TABLES = ("supershingles", "shingles", "fingerprints", "stopkeys")
-_UNION_TABLES = ("docs", "parents", "clusters", "events", "meta")
+#: prepared messages applied in one transaction (each holds up to batch_size documents)
+_DETECT_MESSAGES = 8
+
+T = TypeVar("T")
 
 
 def internal_topics(config: WorkerConfig) -> dict[str, int]:
-    """The topics the topology passes messages through, with their partition counts."""
-    n = config.partitions
+    """The topology's topics with their partition counts."""
     return {
-        config.pages_topic: n,
-        f"{config.app_id}-docs": n,
-        f"{config.app_id}-keys": n,
-        f"{config.app_id}-candidates": n,
-        f"{config.app_id}-verify": n,
-        f"{config.app_id}-edges": 1,
-        config.events_topic: n,
+        config.pages_topic: config.partitions,
+        config.prepared_topic: 1,
+        config.events_topic: config.partitions,
         config.dead_letter_topic: 1,
     }
 
 
-def _dead_letter(event: Any, error: BadRecordError) -> bytes:
-    message = event.message
+def _dead_letter(message: Any, error: BadRecordError) -> bytes:
     raw: bytes = message.value or b""
     letter = DeadLetter(
         message.topic,
@@ -91,35 +74,16 @@ def _dead_letter(event: Any, error: BadRecordError) -> bytes:
     return json.dumps(record).encode()
 
 
-def _lines(value: bytes) -> list[bytes]:
-    """A stage message is a batch: its items' encodings, one JSON document a line."""
-    return value.split(b"\n") if value else []
-
-
-def _chunks(lines: list[bytes], limit: int = _MESSAGE_BYTES) -> Iterator[list[bytes]]:
-    chunk: list[bytes] = []
-    size = 0
-    for line in lines:
-        if chunk and size + len(line) > limit:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(line)
-        size += len(line) + 1
-    if chunk:
-        yield chunk
-
-
 def build_app(config: WorkerConfig) -> faust.App:
     """The Faust application of one worker (every worker of a deployment builds the same)."""
-    settings, n = config.settings, config.partitions
+    settings = config.settings
+    faust_transport.register()
     app = faust.App(
         config.app_id,
-        broker=f"kafka://{config.broker}",
-        store="rocksdb://",
-        datadir=str(config.state_dir),
-        topic_partitions=n,
-        table_key_serializer="raw",
-        table_value_serializer="raw",
+        broker=f"{faust_transport.SCHEME}://{config.broker}",
+        store="memory://",  # no Faust tables: the detector keeps its own RocksDB state
+        datadir=str(config.state_dir / "faust"),
+        topic_partitions=config.partitions,
         web_enabled=False,
         consumer_auto_offset_reset="earliest",
         # a short rebalance timeout: a new group forms in seconds, not a minute
@@ -130,7 +94,6 @@ def build_app(config: WorkerConfig) -> faust.App:
         broker_commit_interval=1.0,
         stream_buffer_maxsize=4 * config.batch_size,
         producer_linger=0.005,
-        recovery_consistency_check=config.recovery_consistency_check,
     )
 
     def topic(name: str, partitions: int) -> Any:
@@ -143,118 +106,108 @@ def build_app(config: WorkerConfig) -> faust.App:
             partitions=partitions,
         )
 
-    names = internal_topics(config)
-    pages = topic(config.pages_topic, n)
-    docs = topic(f"{config.app_id}-docs", n)
-    keys = topic(f"{config.app_id}-keys", n)
-    candidates = topic(f"{config.app_id}-candidates", n)
-    verify = topic(f"{config.app_id}-verify", n)
-    edges = topic(f"{config.app_id}-edges", 1)
-    events = topic(config.events_topic, names[config.events_topic])
-    dead_letters = topic(config.dead_letter_topic, names[config.dead_letter_topic])
+    log_name = config.prepared_topic
+    pages = topic(config.pages_topic, config.partitions)
+    prepared = topic(log_name, 1)
 
-    def tables(prefix: str, wanted: tuple[str, ...], partitions: int) -> TableStore:
-        return TableStore(
-            {
-                name: app.Table(
-                    f"{prefix}-{name}", key_type=bytes, value_type=bytes, partitions=partitions
-                )
-                for name in wanted
-            }
-        )
+    async def produce(name: str, key: bytes | None, value: bytes, partition: int | None) -> None:
+        # the producer itself, not Topic.send: Faust's channel machinery cost ~100 us a message
+        await app.producer.send(name, key, value, partition, None, None)
 
-    doc_store = tables("doc", _DOC_TABLES, n)
-    key_store = tables("key", _KEY_TABLES, n)
-    union_store = tables("union", _UNION_TABLES, 1)
-    preparer = Preparer(settings)
-
-    def view(store: TableStore) -> StateView:
-        return StateView(store, settings)
-
-    async def send_grouped(target: Any, groups: dict[int, list[bytes]]) -> None:
-        for partition, lines in sorted(groups.items()):
-            for chunk in _chunks(lines):
-                await target.send(
-                    key=partition.to_bytes(4, "big"),
-                    value=b"\n".join(chunk),
-                    partition=partition,
-                    force=True,
-                )
+    async def reject(message: Any, error: BadRecordError) -> None:
+        await produce(config.dead_letter_topic, message.key, _dead_letter(message, error), None)
 
     @app.agent(pages)
     async def prepare(stream: Any) -> None:
-        async for batch in stream.take_events(config.batch_size, within=config.batch_wait):
-            good: list[Page] = []
-            for event in batch:
-                try:
-                    good.append(page_from_json(event.message.value or b"", config.max_record_bytes))
-                except BadRecordError as error:
-                    await dead_letters.send(
-                        key=event.message.key, value=_dead_letter(event, error), force=True
-                    )
-            groups: dict[int, list[bytes]] = {}
-            for doc in preparer.prepare(good):
-                groups.setdefault(doc.doc_id % n, []).append(DocMessage.of(doc).encode())
-            await send_grouped(docs, groups)
+        settings_json = settings.to_json()
+        with prepare_work.executor(config.prepare) as work:
+            loop = asyncio.get_running_loop()
+            async for batch in stream.take_events(config.batch_size, within=config.batch_wait):
+                values = [event.message.value or b"" for event in batch]
+                messages, refused = await loop.run_in_executor(
+                    work,
+                    prepare_work.prepare_messages,
+                    values,
+                    settings_json,
+                    config.max_record_bytes,
+                )
+                for index, reason, text in refused:
+                    await reject(batch[index].message, BadRecordError(reason, text))
+                for message in messages:
+                    await produce(log_name, None, message, 0)
 
-    @app.agent(docs)
-    async def store_docs(stream: Any) -> None:
-        async for value in stream:
-            state = view(doc_store)
-            groups: dict[int, list[bytes]] = {}
-            for line in _lines(value):
-                for target, message in stage_docs(state, DocMessage.decode(line), n).items():
-                    groups.setdefault(target, []).append(message.encode())
-            state.commit()
-            await send_grouped(keys, groups)
+    @app.agent(prepared)
+    async def detect(stream: Any) -> None:
+        # RocksDB is used from this one thread only: opened, written and closed there
+        with ThreadPoolExecutor(1, thread_name_prefix="neardup-detect") as thread:
+            loop = asyncio.get_running_loop()
 
-    @app.agent(keys)
-    async def post_keys(stream: Any) -> None:
-        async for value in stream:
-            state = view(key_store)
-            groups: dict[int, list[bytes]] = {}
-            for line in _lines(value):
-                found = stage_keys(state, KeysMessage.decode(line))
-                if found is not None:
-                    groups.setdefault(found.ref.doc_id % n, []).append(found.encode())
-            state.commit()
-            await send_grouped(candidates, groups)
+            def run(call: Callable[..., T], *args: Any) -> Awaitable[T]:
+                return loop.run_in_executor(thread, call, *args)
 
-    @app.agent(candidates)
-    async def attach_sketch(stream: Any) -> None:
-        async for value in stream:
-            state = view(doc_store)
-            groups: dict[int, list[bytes]] = {}
-            sent: set[tuple[int, int]] = set()  # a pair met through several key partitions
-            for line in _lines(value):
-                for message in stage_candidates(state, CandidateMessage.decode(line)):
-                    pair = (message.doc.ref.doc_id, message.candidate)
-                    if pair not in sent:
-                        sent.add(pair)
-                        groups.setdefault(message.candidate % n, []).append(message.encode())
-            await send_grouped(verify, groups)
+            state = await run(State.open, config.detector_dir, settings)
+            detector = LogDetector(state, log_name)
+            try:
+                async for batch in stream.take_events(_DETECT_MESSAGES, within=config.batch_wait):
+                    first = batch[0].message.offset
+                    if await run(lambda: detector.next_offset) < first:
+                        await _catch_up(config, log_name, detector, first, run)
+                    records = [(e.message.offset, e.message.value or b"") for e in batch]
+                    staged: Staged = await run(detector.stage, records)
+                    by_offset = {event.message.offset: event.message for event in batch}
+                    for offset, error in staged.rejected:
+                        await reject(by_offset[offset], error)
+                    for event in staged.events:
+                        data = event.to_json()
+                        value = json.dumps(data).encode()
+                        await produce(
+                            config.events_topic, str(data["cluster"]).encode(), value, None
+                        )
+                    await app.producer.flush()  # events out before the state says "done"
+                    await run(detector.commit, staged)
+            finally:
+                await run(state.close)
 
-    @app.agent(verify)
-    async def estimate(stream: Any) -> None:
-        async for value in stream:
-            messages = [VerifyMessage.decode(line) for line in _lines(value)]
-            found = stage_verify_batch(view(doc_store), messages, settings)
-            edge_lines = [edge.encode() for edge in found if edge is not None]
-            if edge_lines:
-                await send_grouped(edges, {0: edge_lines})
-
-    @app.agent(edges)
-    async def union(stream: Any) -> None:
-        async for value in stream:
-            state = view(union_store)
-            for line in _lines(value):
-                for event in stage_union(state, EdgeMessage.decode(line)):
-                    await events.send(
-                        key=str(event["cluster"]).encode(),
-                        value=json.dumps(event).encode(),
-                        force=True,
-                    )
-            state.commit()
-
-    del prepare, store_docs, post_keys, attach_sketch, estimate, union  # registered on the app
+    del prepare, detect  # registered on the app
     return app
+
+
+async def _catch_up(
+    config: WorkerConfig,
+    log_name: str,
+    detector: LogDetector,
+    until: int,
+    run: Callable[..., Awaitable[Any]],
+) -> None:
+    """Apply the prepared messages from the detector's next offset up to ``until``, silently:
+    whoever applied them first sent their events and dead letters."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    partition = TopicPartition(log_name, 0)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=config.broker,
+        client_id=f"{config.app_id}-catch-up",
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=4 * prepare_work.MESSAGE_BYTES,
+    )
+    await consumer.start()
+    try:
+        consumer.assign([partition])
+        start = await run(lambda: detector.next_offset)
+        earliest = (await consumer.beginning_offsets([partition]))[partition]
+        if earliest > start:
+            raise StateError(
+                f"the detector state is at offset {start} of {log_name}, whose data now starts "
+                f"at {earliest}: the topic must keep every message (retention.ms=-1), or the "
+                "worker must restart on the state directory of the worker that owned it",
+            )
+        consumer.seek(partition, start)
+        while await consumer.position(partition) < until:
+            fetched = await consumer.getmany(partition, timeout_ms=1000)
+            records = [(r.offset, r.value or b"") for r in fetched.get(partition, [])]
+            records = [(offset, value) for offset, value in records if offset < until]
+            if records:
+                staged = await run(detector.stage, records)
+                await run(detector.commit, staged)
+    finally:
+        await consumer.stop()

@@ -3,45 +3,31 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
-from neardup.core import IncompatibleStateError, NeardupError, Settings
+from neardup.core import NeardupError
+from neardup.state import State
 
 from .topology import build_app, internal_topics
 from .worker_config import WorkerConfig
 
 __all__ = ["check_settings", "ensure_topics", "run_worker"]
 
-_SETTINGS_FILE = "neardup-settings.json"
+#: The prepared topic is the detector's changelog: a worker with a new state rebuilds it from
+#: the first message, so the topic keeps every message (and compresses them).
+_LOG_CONFIGS = {"retention.ms": "-1", "retention.bytes": "-1", "compression.type": "producer"}
 
 
 def check_settings(config: WorkerConfig) -> None:
-    """A worker's state directory keeps the settings and partition count it was built with;
-    a worker started on it with other ones is refused (its tables would not match)."""
+    """The worker's detector state keeps the settings it was built with (stored on first
+    use); a worker started on it with incompatible ones is refused before it joins its group,
+    with an IncompatibleStateError naming each differing setting."""
     config.state_dir.mkdir(parents=True, exist_ok=True)
-    path = config.state_dir / _SETTINGS_FILE
-    wanted = {"settings": json.loads(config.settings.to_json()), "partitions": config.partitions}
-    if not path.exists():
-        path.write_text(json.dumps(wanted, sort_keys=True))
-        return
-    stored = json.loads(path.read_text())
-    differences = config.settings.incompatibilities(
-        Settings.from_json(json.dumps(stored["settings"]))
-    )
-    if stored.get("partitions") != config.partitions:
-        differences.append(
-            f"partitions: stored {stored.get('partitions')}, requested {config.partitions}"
-        )
-    if differences:
-        raise IncompatibleStateError(
-            f"the worker state in {config.state_dir} was built with other settings ("
-            + "; ".join(differences)
-            + "): use the same settings as the rest of the deployment, or a new state directory"
-        )
+    with State.open(config.detector_dir, config.settings):
+        pass
 
 
 def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:
@@ -63,7 +49,12 @@ def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:
     try:
         existing = set(admin.list_topics())
         missing = [
-            NewTopic(name, partitions, 1)
+            NewTopic(
+                name,
+                partitions,
+                1,
+                topic_configs=_LOG_CONFIGS if name == config.prepared_topic else {},
+            )
             for name, partitions in wanted.items()
             if name not in existing
         ]

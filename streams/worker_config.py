@@ -9,6 +9,8 @@ from pathlib import Path
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
 
+from .prepare_work import PREPARE_MODES
+
 __all__ = ["ENVIRONMENT", "WorkerConfig"]
 
 #: Every worker flag's environment variable (the flag wins when both are given).
@@ -20,6 +22,7 @@ ENVIRONMENT = {
     "events_topic": "NEARDUP_EVENTS_TOPIC",
     "dead_letter_topic": "NEARDUP_DEAD_LETTER_TOPIC",
     "app_id": "NEARDUP_APP_ID",
+    "prepare": "NEARDUP_PREPARE",
 }
 
 
@@ -42,10 +45,18 @@ class WorkerConfig:
     batch_wait: float = 0.2
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     rebalance_timeout: float = 4.0
-    #: Faust refuses to restore a table whose local offset is past the broker's high
-    #: watermark. Turn off only for a broker that under-reports it: Tansu 0.6 answers
-    #: ListOffsets with the last record batch's base offset + 1.
-    recovery_consistency_check: bool = True
+    #: where pages are prepared: "process" (a child process: two cores) or "thread"
+    prepare: str = "process"
+
+    @property
+    def prepared_topic(self) -> str:
+        """The one-partition log of prepared documents: the detector's input and changelog."""
+        return f"{self.app_id}-prepared"
+
+    @property
+    def detector_dir(self) -> Path:
+        """This worker's detector state (RocksDB), rebuilt from the prepared topic if lost."""
+        return self.state_dir / "detector"
 
     def __post_init__(self) -> None:
         host, _, port = self.broker.rpartition(":")
@@ -55,6 +66,11 @@ class WorkerConfig:
             raise NeardupError(
                 f"partitions={self.partitions} is out of range: use 1 to 1024 (the pages topic's "
                 "partition count; every worker of a deployment must use the same)"
+            )
+        if self.prepare not in PREPARE_MODES:
+            raise NeardupError(
+                f"prepare={self.prepare!r}: use one of {', '.join(PREPARE_MODES)} (process "
+                "prepares pages in a child process, thread in the worker's own)"
             )
         if self.batch_size < 1 or self.batch_wait <= 0:
             raise NeardupError(

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
-from neardup.core import Page, page_from_json
+from neardup.core import Page, Settings, page_from_json
 from neardup.state import State
 from neardup.streams import Detector
 from neardup.streams.event_clusters import clusters_from_events
+from neardup.streams.prepared_codec import decode_batch
 
 from tests.helpers import partition
 
@@ -99,7 +100,6 @@ class Deployment:
                 "32",
                 "--loglevel",
                 "info",
-                *([] if os.environ.get("NEARDUP_TEST_BROKER") else ["--no-recovery-check"]),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -178,16 +178,16 @@ def deployment(broker: str, root: Path) -> Iterator[Deployment]:
 
 
 def _documents_seen(run: Deployment) -> int:
-    """Distinct documents the topology stored: the keys of its docs topic."""
+    """Distinct documents the topology prepared: those of its prepared topic."""
     consumer = KafkaConsumer(
-        f"{run.app_id}-docs",
+        f"{run.app_id}-prepared",
         bootstrap_servers=run.broker,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
         consumer_timeout_ms=3000,
     )
-    try:  # a message is a batch: one document a line
-        return len({json.loads(line)["doc"][0] for m in consumer for line in m.value.split(b"\n")})
+    try:  # a message is a batch of prepared documents
+        return len({doc.doc_id for m in consumer for doc in decode_batch(m.value, Settings())})
     finally:
         consumer.close()
 

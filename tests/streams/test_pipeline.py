@@ -84,6 +84,20 @@ def test_reingest_adds_nothing(seed: int) -> None:
         assert first.documents == len(pages)
 
 
+@given(st.integers(0, 1000), st.randoms(use_true_random=False))
+def test_a_page_twice_in_one_batch_is_one_document(seed: int, rng: object) -> None:
+    pages = family_pages(seed, families=3, size=3)
+    repeated = [*pages, *rng.sample(pages, 4)]  # type: ignore[attr-defined]
+    rng.shuffle(repeated)  # type: ignore[attr-defined]
+    once = sorted(set(repeated), key=repeated.index)  # first deliveries, in arrival order
+    with State.open(None) as plain, State.open(None) as doubled:
+        expected = Detector(plain).process(once)
+        found = Detector(doubled).process(repeated)
+        assert (found.documents, found.repeats) == (len(once), len(repeated) - len(once))
+        assert [e.to_json() for e in found.events] == [e.to_json() for e in expected.events]
+        assert partition(doubled) == partition(plain)
+
+
 def test_a_bridging_document_merges_two_clusters_into_the_older() -> None:
     words = [f"word{i}" for i in range(60)]
     pages = [

@@ -1,0 +1,111 @@
+"""The Kafka mode's detector: the embedded Detector as a fold over one ordered log.
+
+The prepared topic has one partition; its messages, in offset order, are the detector's
+whole input, and its state is a function of the prefix of that log it has applied. The
+state keeps the next offset to apply, written in the same atomic write as the batch that
+ends there. So:
+
+* a message below that offset was applied already, and its events were sent before the
+  write (the caller flushes them first): it is skipped;
+* a state behind the first offset it is given (a new worker, or a worker that gets the
+  partition back after another one had it) catches up by applying the missing messages
+  without sending anything: whoever applied them first sent their events.
+
+The log is the state's changelog, as Kafka Streams reuses a source topic as the changelog of
+a table built from it: no per-key changelog is written, and every worker that applies the
+same prefix holds the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from neardup.core import BadRecordError, PreparedDoc, Settings, SettingsError
+from neardup.state import State, StateView
+
+from .events import Event
+from .pipeline import Detector
+from .prepared_codec import decode_batch, settings_of_batch
+
+__all__ = ["LogDetector", "Staged"]
+
+
+@dataclass(slots=True)
+class Staged:
+    """What a run of messages did to the state, not yet durable (``LogDetector.commit``)."""
+
+    view: StateView
+    next_offset: int
+    events: list[Event] = field(default_factory=list)
+    documents: int = 0
+    repeats: int = 0
+    #: messages that could not be applied: (offset, why); they go to the dead letters
+    rejected: list[tuple[int, BadRecordError]] = field(default_factory=list)
+
+
+class LogDetector:
+    """A Detector over ``state`` that applies the messages of the log named ``log``."""
+
+    def __init__(self, state: State, log: str) -> None:
+        self.state = state
+        self.detector = Detector(state)
+        self._key = b"log-offset:" + log.encode()
+        self._accepted: set[bytes] = set()  # settings JSON already checked
+
+    @property
+    def next_offset(self) -> int:
+        """The offset of the first message this state has not applied."""
+        raw = self.state.store.get("meta", self._key)
+        return 0 if raw is None else int.from_bytes(raw, "big")
+
+    def stage(self, messages: Sequence[tuple[int, bytes]]) -> Staged:
+        """Apply (offset, value) messages, in ascending offset order, to one transaction.
+
+        Messages below ``next_offset`` are skipped; bad ones are rejected with a reason. The
+        caller sends the events, then calls ``commit``; a crash before it loses nothing,
+        since the messages are applied again on restart and give the same events."""
+        start = self.next_offset
+        docs: list[PreparedDoc] = []
+        rejected: list[tuple[int, BadRecordError]] = []
+        last = start - 1
+        for offset, value in messages:
+            if offset <= last:
+                if offset >= start:
+                    raise ValueError(f"offsets must ascend: {offset} after {last}")
+                continue
+            last = offset
+            try:
+                docs += decode_batch(value, self._check_settings(value))
+            except BadRecordError as error:
+                rejected.append((offset, error))
+        view, result = self.detector.stage(docs)
+        view.tx.put("meta", self._key, (last + 1).to_bytes(8, "big"))
+        return Staged(view, last + 1, result.events, result.documents, result.repeats, rejected)
+
+    def commit(self, staged: Staged) -> None:
+        """Make a staged run durable, with the offset it ends at, in one write."""
+        staged.view.commit()
+
+    def _check_settings(self, value: bytes) -> Settings:
+        mine = self.state.settings
+        raw, _ = settings_of_batch(value)
+        if raw in self._accepted:
+            return mine
+        try:
+            theirs = Settings.from_json(raw.decode())
+        except (ValueError, SettingsError) as error:
+            raise BadRecordError(
+                "bad_prepared_batch", f"the batch's settings cannot be read: {error}"
+            ) from error
+        differences = mine.incompatibilities(theirs)
+        if differences:
+            raise BadRecordError(
+                "settings_mismatch",
+                "the batch was prepared with other settings ("
+                + "; ".join(differences)
+                + "): every worker of a deployment must use the same settings; republish its "
+                "pages once the workers agree",
+            )
+        self._accepted.add(raw)
+        return mine

@@ -1,0 +1,162 @@
+"""The messages of the prepared topic: batches of prepared documents, in binary.
+
+The prepare agent sends one message per batch of pages; the detect agent decodes it. A
+message carries everything detection needs (ids, fingerprints, sketch, index keys, url,
+fetched_at, content type) but not the content, and the settings that made it, so that a
+detector refuses batches prepared with other settings instead of mixing their sketches.
+
+    message  = MAGIC, u32 settings length, settings JSON, u32 document count, documents
+    document = header (``_HEADER``), sketch u32[], super-shingles u64[], shingle keys u32[],
+               url, fetched_at, content type (UTF-8)
+
+Little-endian throughout. JSON with base64 sketches cost 4x the bytes and 10x the time.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+import numpy as np
+from neardup.core import (
+    BadRecordError,
+    Fingerprints,
+    Page,
+    PreparedDoc,
+    Settings,
+    Sketch,
+    sketch_family,
+)
+
+__all__ = ["MAGIC", "decode_batch", "encode_batch", "settings_of_batch"]
+
+MAGIC = b"NDP1"
+_U32 = struct.Struct("<I")
+# doc id, raw, canonical, shingle-set fingerprints, shingle count, flags, sketch length,
+# super-shingles, shingle keys, url bytes, fetched_at bytes, content type bytes
+_HEADER = struct.Struct("<QQQQIBIIIIHH")
+_HAS_CANONICAL = 1
+_HAS_SHINGLE_SET = 2
+
+
+def encode_batch(docs: Sequence[PreparedDoc], settings: Settings) -> bytes:
+    """One message for ``docs`` (prepared with ``settings``)."""
+    settings_json = settings.to_json().encode()
+    parts = [MAGIC, _U32.pack(len(settings_json)), settings_json, _U32.pack(len(docs))]
+    for doc in docs:
+        page, prints = doc.page, doc.fingerprints
+        url, fetched_at, content_type = (
+            page.url.encode(),
+            page.fetched_at.encode(),
+            page.content_type.encode(),
+        )
+        flags = (_HAS_CANONICAL if prints.canonical is not None else 0) | (
+            _HAS_SHINGLE_SET if prints.shingle_set is not None else 0
+        )
+        sketch = doc.sketch.values.astype("<u4", copy=False)
+        supers = doc.super_shingles.astype("<u8", copy=False)
+        keys = doc.shingle_keys.astype("<u4", copy=False)
+        parts += [
+            _HEADER.pack(
+                doc.doc_id,
+                prints.raw,
+                prints.canonical or 0,
+                prints.shingle_set or 0,
+                doc.shingle_count,
+                flags,
+                len(sketch),
+                len(supers),
+                len(keys),
+                len(url),
+                len(fetched_at),
+                len(content_type),
+            ),
+            sketch.tobytes(),
+            supers.tobytes(),
+            keys.tobytes(),
+            url,
+            fetched_at,
+            content_type,
+        ]
+    return b"".join(parts)
+
+
+def _bad(message: str) -> BadRecordError:
+    return BadRecordError("bad_prepared_batch", f"not a prepared batch: {message}")
+
+
+def settings_of_batch(raw: bytes) -> tuple[bytes, int]:
+    """The settings JSON a message was prepared with, and where its documents start."""
+    if raw[: len(MAGIC)] != MAGIC:
+        raise _bad(f"starts with {raw[:8]!r}, not {MAGIC!r} (a message of another program?)")
+    try:
+        (length,) = _U32.unpack_from(raw, len(MAGIC))
+    except struct.error as error:
+        raise _bad("truncated before its settings") from error
+    start = len(MAGIC) + _U32.size
+    if start + length > len(raw):
+        raise _bad("truncated inside its settings")
+    return raw[start : start + length], start + length
+
+
+def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
+    """The documents of a message, which must have been prepared with ``settings`` (the
+    settings check is the caller's: see ``settings_of_batch``). Pages come without content."""
+    _, offset = settings_of_batch(raw)
+    family = sketch_family(settings)
+    docs: list[PreparedDoc] = []
+    try:
+        (count,) = _U32.unpack_from(raw, offset)
+        offset += _U32.size
+        for _ in range(count):
+            (
+                doc_id,
+                raw_print,
+                canonical,
+                shingle_set,
+                shingle_count,
+                flags,
+                n_sketch,
+                n_supers,
+                n_keys,
+                n_url,
+                n_fetched,
+                n_type,
+            ) = _HEADER.unpack_from(raw, offset)
+            offset += _HEADER.size
+            sketch = np.frombuffer(raw, "<u4", n_sketch, offset).astype(np.uint32)
+            offset += 4 * n_sketch
+            supers = np.frombuffer(raw, "<u8", n_supers, offset).astype(np.uint64)
+            offset += 8 * n_supers
+            keys = np.frombuffer(raw, "<u4", n_keys, offset).astype(np.uint32)
+            offset += 4 * n_keys
+            texts = []
+            for length in (n_url, n_fetched, n_type):
+                if offset + length > len(raw):
+                    raise _bad("truncated inside a document")
+                texts.append(raw[offset : offset + length].decode())
+                offset += length
+            page = Page(texts[0], "", texts[1], texts[2])
+            if page.doc_id != doc_id:
+                raise _bad(f"document {doc_id:016x} does not match its url and fetched_at")
+            docs.append(
+                PreparedDoc(
+                    page=page,
+                    doc_id=doc_id,
+                    fingerprints=Fingerprints(
+                        raw_print,
+                        canonical if flags & _HAS_CANONICAL else None,
+                        shingle_set if flags & _HAS_SHINGLE_SET else None,
+                    ),
+                    sketch=Sketch(sketch, shingle_count, settings.sample_size, family),
+                    super_shingles=supers,
+                    shingle_keys=keys,
+                )
+            )
+    except BadRecordError:
+        raise
+    except (struct.error, ValueError) as error:  # frombuffer past the end; bad UTF-8
+        raise _bad(f"truncated or corrupt ({error})") from error
+    if offset != len(raw):
+        raise _bad(f"{len(raw) - offset} bytes after its last document")
+    return docs

@@ -1,0 +1,117 @@
+"""The prepared topic's messages: every field detection needs survives the wire, detection on
+decoded documents gives the same events, and a damaged message is refused with a reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from neardup.core import BadRecordError, Page, PreparedDoc, Preparer, Settings, page_from_json
+from neardup.state import State
+from neardup.streams import Detector
+from neardup.streams.prepared_codec import decode_batch, encode_batch, settings_of_batch
+
+from tests.helpers import family_pages
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "pages.jsonl"
+
+
+def _sample_pages() -> list[Page]:
+    pages = []
+    for line in SAMPLE.read_bytes().splitlines():
+        try:
+            pages.append(page_from_json(line))
+        except BadRecordError:
+            continue
+    return pages
+
+
+def _same(a: PreparedDoc, b: PreparedDoc) -> bool:
+    return (
+        a.doc_id == b.doc_id
+        and a.fingerprints == b.fingerprints
+        and a.shingle_count == b.shingle_count
+        and a.sketch.values.tolist() == b.sketch.values.tolist()
+        and a.sketch.family == b.sketch.family
+        and a.sketch.sample_size == b.sketch.sample_size
+        and a.super_shingles.tolist() == b.super_shingles.tolist()
+        and a.shingle_keys.tolist() == b.shingle_keys.tolist()
+        and (a.page.url, a.page.fetched_at, a.page.content_type)
+        == (b.page.url, b.page.fetched_at, b.page.content_type)
+    )
+
+
+def test_every_field_detection_needs_survives_the_wire() -> None:
+    settings = Settings()
+    wordless = [
+        Page("https://empty.example/", "<html><script>var x;</script></html>", "", "text/html"),
+        Page("https://two.example/", "two words", "2026-01-01T00:00:00.000000Z"),
+    ]
+    docs = Preparer(settings).prepare(_sample_pages() + family_pages(3) + wordless)
+    decoded = decode_batch(encode_batch(docs, settings), settings)
+    assert len(decoded) == len(docs)
+    assert all(_same(a, b) for a, b in zip(docs, decoded, strict=True))
+    assert all(doc.page.content == "" for doc in decoded)  # the content stays behind
+    assert any(doc.fingerprints.canonical is None for doc in decoded)  # a page without words
+    assert any(doc.is_short for doc in decoded) and any(not doc.is_short for doc in decoded)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(min_size=1, max_size=40).filter(lambda u: "\x00" not in u),
+            st.text(max_size=400).filter(lambda c: "\x00" not in c),
+            st.sampled_from(["", "text/html", "text/plain; charset=utf-8"]),
+        ),
+        max_size=8,
+    ),
+    st.sampled_from([Settings(), Settings(shingle_size=2, sample_size=16, short_limit=8)]),
+)
+def test_round_trip_of_any_pages(raw: list[tuple[str, str, str]], settings: Settings) -> None:
+    pages = [Page(url, content, "", ctype) for url, content, ctype in raw]
+    docs = Preparer(settings).prepare(pages)
+    decoded = decode_batch(encode_batch(docs, settings), settings)
+    assert all(_same(a, b) for a, b in zip(docs, decoded, strict=True))
+    assert len(decoded) == len(docs)
+
+
+def test_detection_on_decoded_documents_gives_the_same_events() -> None:
+    settings = Settings()
+    pages = _sample_pages() + family_pages(11)
+    docs = Preparer(settings).prepare(pages)
+    with State.open(None, settings) as direct, State.open(None, settings) as wired:
+        expected = Detector(direct).ingest(docs).events
+        found = Detector(wired).ingest(decode_batch(encode_batch(docs, settings), settings)).events
+    assert [e.to_json() for e in found] == [e.to_json() for e in expected]
+    assert expected  # the pages do have duplicates
+
+
+def test_a_damaged_message_is_refused_with_a_reason() -> None:
+    settings = Settings()
+    message = encode_batch(Preparer(settings).prepare(family_pages(5, families=2)), settings)
+    damaged = [
+        b"",
+        b"{json}",
+        message[:3],
+        message[:10],
+        message[: len(message) // 2],
+        message[:-1],
+        message + b"\x00",
+    ]
+    for value in damaged:
+        with pytest.raises(BadRecordError) as refused:
+            decode_batch(value, settings)
+        assert refused.value.reason == "bad_prepared_batch"
+    # a document whose id does not match its url: the bytes were changed in transit
+    url = b"https://f0.example/0"
+    changed = message.replace(url, b"https://f0.example/X", 1)
+    with pytest.raises(BadRecordError, match="does not match its url"):
+        decode_batch(changed, settings)
+
+
+def test_a_message_names_the_settings_it_was_prepared_with() -> None:
+    settings = Settings(shingle_size=4)
+    raw, _ = settings_of_batch(encode_batch([], settings))
+    assert Settings.from_json(raw.decode()).to_json() == settings.to_json()
