@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -38,6 +39,8 @@ from .log_detector import LogDetector, Staged
 from .worker_config import WorkerConfig
 
 __all__ = ["build_app", "internal_topics"]
+
+logger = logging.getLogger(__name__)
 
 _EXCERPT = 512
 #: prepared messages applied in one transaction (each holds up to batch_size documents)
@@ -202,6 +205,8 @@ async def _catch_up(
                 "worker must restart on the state directory of the worker that owned it",
             )
         consumer.seek(partition, start)
+        logger.info("detector: catching up on %s from offset %d to %d", log_name, start, until)
+        documents = 0
         while await consumer.position(partition) < until:
             fetched = await consumer.getmany(partition, timeout_ms=1000)
             records = [(r.offset, r.value or b"") for r in fetched.get(partition, [])]
@@ -209,5 +214,7 @@ async def _catch_up(
             if records:
                 staged = await run(detector.stage, records)
                 await run(detector.commit, staged)
+                documents += staged.documents
+        logger.info("detector: caught up to offset %d (%d documents)", until, documents)
     finally:
         await consumer.stop()

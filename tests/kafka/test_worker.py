@@ -244,3 +244,27 @@ def test_a_worker_killed_mid_stream_and_restarted_ends_with_the_same_clusters(
         assert _documents_seen(run) + len({json.dumps(d, sort_keys=True) for d in dead}) == len(
             lines
         )
+
+
+def test_a_second_worker_takes_the_detector_over_and_catches_up_from_the_log(
+    broker: str, tmp_path: Path
+) -> None:
+    """w2 starts after w1 has detected the first half, so whenever the prepared partition
+    reaches it (at its join, or when w1 dies), its empty detector state must first be
+    rebuilt from the prepared topic; the second half's clusters depend on the first's."""
+    lines = _sample_lines()
+    expected = _embedded_partition(lines)
+    with deployment(broker, tmp_path) as run:
+        first = run.start_worker("w1")
+        half = len(lines) // 2
+        run.publish(lines[:half])
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while not run.read(run.events, idle_ms=1000) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        run.start_worker("w2")
+        time.sleep(8)  # w2 joins the group
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        run.publish(lines[half:])
+        assert run.wait_for(expected) == expected
+        assert "detector: caught up" in (tmp_path / "w2.log").read_text()
