@@ -148,28 +148,42 @@ def build_app(config: WorkerConfig) -> faust.App:
             def run(call: Callable[..., T], *args: Any) -> Awaitable[T]:
                 return loop.run_in_executor(thread, call, *args)
 
-            state = await run(State.open, config.detector_dir, settings)
+            try:
+                state = await run(State.open, config.detector_dir, settings)
+            except StateError as error:
+                await stop_worker(error)
+                return
             detector = LogDetector(state, log_name)
             try:
                 async for batch in stream.take_events(_DETECT_MESSAGES, within=config.batch_wait):
-                    first = batch[0].message.offset
-                    if await run(lambda: detector.next_offset) < first:
-                        await _catch_up(config, log_name, detector, first, run)
-                    records = [(e.message.offset, e.message.value or b"") for e in batch]
-                    staged: Staged = await run(detector.stage, records)
-                    by_offset = {event.message.offset: event.message for event in batch}
-                    for offset, error in staged.rejected:
-                        await reject(by_offset[offset], error)
-                    for event in staged.events:
-                        data = event.to_json()
-                        value = json.dumps(data).encode()
-                        await produce(
-                            config.events_topic, str(data["cluster"]).encode(), value, None
-                        )
-                    await app.producer.flush()  # events out before the state says "done"
-                    await run(detector.commit, staged)
+                    await detect_batch(detector, batch, run)
+            except StateError as error:
+                await stop_worker(error)
             finally:
                 await run(state.close)
+
+    async def detect_batch(
+        detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]
+    ) -> None:
+        first = batch[0].message.offset
+        if await run(lambda: detector.next_offset) < first:
+            await _catch_up(config, log_name, detector, first, run)
+        records = [(e.message.offset, e.message.value or b"") for e in batch]
+        staged: Staged = await run(detector.stage, records)
+        by_offset = {event.message.offset: event.message for event in batch}
+        for offset, error in staged.rejected:
+            await reject(by_offset[offset], error)
+        for event in staged.events:
+            data = event.to_json()
+            key = str(data["cluster"]).encode()
+            await produce(config.events_topic, key, json.dumps(data).encode(), None)
+        await app.producer.flush()  # events out before the state says "done"
+        await run(detector.commit, staged)
+
+    async def stop_worker(error: StateError) -> None:
+        # a restarted agent would meet the same state: stop the worker (exit status 1)
+        logger.error("detector: %s; stopping the worker", error)
+        await app.crash(error)
 
     del prepare, detect  # registered on the app
     return app
