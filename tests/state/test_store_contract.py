@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,27 @@ def test_rocksdb_survives_reopen(tmp_path: Path) -> None:
     with RocksDBStore(tmp_path / "db") as second:
         assert second.get("docs", b"k") == b"v"
         assert second.disk_bytes() > 0
+
+
+@pytest.mark.parametrize("table", ["supershingles", "shingles", "fingerprints"])
+def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: str) -> None:
+    """The point-lookup tables keep their memtables in hash tables (state/rocksdb.py): keys of
+    any length, sharing prefixes or not, in memtables and in flushed files, still read back
+    and list in key order."""
+    rng = random.Random(7)
+    expected: dict[bytes, bytes] = {}
+    with RocksDBStore(tmp_path / "db") as rocks:
+        for batch in range(6):
+            changes = {
+                bytes(rng.randrange(4) for _ in range(rng.randrange(1, 12))): bytes([batch + 1])
+                for _ in range(400)
+            }
+            rocks.write({table: changes})
+            expected.update(changes)
+            if batch == 2:
+                rocks.disk_bytes()  # flushes the memtables: later reads see files and memtables
+        keys = [*expected, b"\x09\x09\x09\x09\x09", b"\x00" * 20]
+        assert rocks.get_many(table, keys) == [expected.get(key) for key in keys]
+        assert list(rocks.items(table)) == sorted(expected.items())
+    with RocksDBStore(tmp_path / "db") as reopened:
+        assert list(reopened.items(table)) == sorted(expected.items())
