@@ -25,7 +25,14 @@ from selectolax.lexbor import LexborHTMLParser
 from ._hashing import U64, PowerTable, fmix64, seeded_constant
 from .settings import TokenUnit
 
-__all__ = ["TokenBatch", "Tokenizer", "html_to_text", "looks_like_html", "to_canonical_text"]
+__all__ = [
+    "TokenBatch",
+    "Tokenizer",
+    "html_to_text",
+    "looks_like_html",
+    "to_canonical_text",
+    "visible_text",
+]
 
 _DROPPED_ELEMENTS = ["script", "style", "noscript", "template", "svg"]
 _HTML_SNIFF = re.compile(
@@ -55,20 +62,57 @@ def html_to_text(html: str) -> str:
     return "" if root is None else str(root.text(separator=" "))
 
 
+def visible_text(content: str, content_type: str = "") -> str:
+    """Markup removed, when the content is HTML; the tokenizer folds case."""
+    return html_to_text(content) if looks_like_html(content, content_type) else content
+
+
 def to_canonical_text(content: str, content_type: str = "") -> str:
     """Markup removed (when the content is HTML) and case folded."""
-    text = html_to_text(content) if looks_like_html(content, content_type) else content
-    return text.casefold()
+    return visible_text(content, content_type).casefold()
+
+
+#: marks a code point whose case fold is several characters (ß -> ss): such a text is folded
+#: by ``str.casefold`` before it is tokenised
+_EXPANDS = np.uint32(0xFFFFFFFF)
+_CODE_POINTS = 0x110000
+_FOLD_CHUNK = 4096
+
+
+def _alnum_table(every: str) -> npt.NDArray[np.bool_]:
+    """Over all code points (``every``, in order): is it a letter or digit (``[^\\W_]``)?"""
+    table = np.zeros(_CODE_POINTS, dtype=np.bool_)
+    for match in re.finditer(r"[^\W_]+", every):
+        table[match.start() : match.end()] = True
+    return table
 
 
 @lru_cache(maxsize=1)
-def _alnum_table() -> npt.NDArray[np.bool_]:
-    """A lookup table over all code points: is it a letter or digit (``[^\\W_]``)?"""
-    every_code_point = "".join(map(chr, range(0x110000)))
-    table = np.zeros(0x110000, dtype=np.bool_)
-    for match in re.finditer(r"[^\W_]+", every_code_point):
-        table[match.start() : match.end()] = True
-    return table
+def _token_table() -> npt.NDArray[np.uint32]:
+    """A lookup table over all code points c: ``casefold(c) + 1`` when that is one letter or
+    digit, 0 when it is one other character, ``_EXPANDS`` when it is several characters.
+
+    ``str.casefold`` maps each character on its own, so folding a text is this table applied
+    to each code point (but for the 104 expanding ones); a lookup and a multiply then give
+    each character's term of its token's hash, with no Python code per character."""
+    every = np.arange(_CODE_POINTS, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    folded = np.arange(_CODE_POINTS, dtype=np.uint32)
+    for start in range(0, _CODE_POINTS, _FOLD_CHUNK):  # whole chunks where nothing expands
+        chunk = every[start : start + _FOLD_CHUNK]
+        chunk_folded = chunk.casefold()
+        if len(chunk_folded) == len(chunk):
+            folded[start : start + len(chunk)] = np.frombuffer(
+                chunk_folded.encode("utf-32-le", "surrogatepass"), dtype=np.uint32
+            )
+            continue
+        for offset, char in enumerate(chunk):
+            char_folded = char.casefold()
+            folded[start + offset] = ord(char_folded) if len(char_folded) == 1 else _EXPANDS
+    expands = folded == _EXPANDS
+    table = np.where(_alnum_table(every)[np.where(expands, 0, folded)], folded + 1, 0)
+    table[expands] = _EXPANDS
+    result: npt.NDArray[np.uint32] = table.astype(np.uint32)
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,37 +135,49 @@ class Tokenizer:
         self._mix = np.uint64(seeded_constant(seed, _TOKEN_MIX))
 
     def hash_batch(self, texts: list[str]) -> TokenBatch:
+        """Token hashes of ``casefold(text)`` for each text (folding is idempotent, so texts
+        already folded, such as ``to_canonical_text`` returns, give the same hashes)."""
         if not texts:
             return TokenBatch(np.zeros(0, np.uint64), np.zeros(1, np.int64))
         # A NUL between documents is not a letter or digit, so no token spans two documents.
         joined = "\x00".join(texts)
         code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        is_token_char = _alnum_table()[code_points]
+        terms = _token_table()[code_points]  # folded code point + 1, or 0 between tokens
+        if len(terms) and terms.max() == _EXPANDS:
+            return self.hash_batch(_fold_expanding(texts, terms))
         lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-        doc_starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])
+        doc_starts = np.cumsum(lengths + 1) - (lengths + 1)
         if self.unit == "character":
-            positions = np.flatnonzero(is_token_char)
-            hashes = fmix64(code_points[positions].astype(np.uint64) ^ self._mix)
+            positions = np.flatnonzero(terms)
+            hashes = fmix64((terms[positions] - 1).astype(np.uint64) ^ self._mix)
         else:
-            positions, hashes = self._word_hashes(code_points, is_token_char)
-        owner = np.searchsorted(doc_starts, positions, side="right") - 1
-        counts = np.bincount(owner, minlength=len(texts))
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return TokenBatch(hashes, offsets)
+            positions, hashes = self._word_hashes(terms)
+        offsets = np.append(np.searchsorted(positions, doc_starts), len(positions))
+        return TokenBatch(hashes, offsets.astype(np.int64))
 
-    def _word_hashes(
-        self, code_points: npt.NDArray[np.uint32], is_token_char: npt.NDArray[np.bool_]
-    ) -> tuple[npt.NDArray[np.intp], U64]:
-        size = len(code_points)
-        previous = np.concatenate([[False], is_token_char[:-1]])
-        following = np.concatenate([is_token_char[1:], [False]])
-        starts = np.flatnonzero(is_token_char & ~previous)
-        ends = np.flatnonzero(is_token_char & ~following) + 1
+    def _word_hashes(self, terms: npt.NDArray[np.uint32]) -> tuple[npt.NDArray[np.intp], U64]:
+        size = len(terms)
+        # token boundaries: where a run of token characters rises and falls, alternately
+        padded = np.zeros(size + 2, dtype=np.bool_)
+        np.not_equal(terms, 0, out=padded[1:-1])
+        edges = np.flatnonzero(padded[1:] != padded[:-1])
+        starts, ends = edges[0::2], edges[1::2]
         self._powers.ensure(size + 1)
-        weighted = (code_points.astype(np.uint64) + np.uint64(1)) * self._powers.forward[:size]
-        weighted[~is_token_char] = 0
-        prefix = np.concatenate([np.zeros(1, np.uint64), np.cumsum(weighted, dtype=np.uint64)])
+        # (c + 1) * p**i for token characters, 0 elsewhere; summed from the start of the batch
+        prefix = terms.astype(np.uint64)
+        prefix *= self._powers.forward[:size]
+        np.cumsum(prefix, out=prefix)
+        below = prefix[starts - 1]
+        below[starts == 0] = 0
         # sum of c_i * p**i over the token, shifted to start at p**0
-        polynomial = (prefix[ends] - prefix[starts]) * self._powers.backward[starts]
+        polynomial = (prefix[ends - 1] - below) * self._powers.backward[starts]
         lengths = (ends - starts).astype(np.uint64)
         return starts, fmix64(polynomial ^ (lengths * np.uint64(0x9E3779B97F4A7C15)) ^ self._mix)
+
+
+def _fold_expanding(texts: list[str], terms: npt.NDArray[np.uint32]) -> list[str]:
+    """The texts, those holding a character that folds to several ones folded by Python."""
+    lengths = np.fromiter((len(t) + 1 for t in texts), dtype=np.int64, count=len(texts))
+    owners = np.searchsorted(np.cumsum(lengths), np.flatnonzero(terms == _EXPANDS), side="right")
+    folding = set(owners.tolist())
+    return [text.casefold() if index in folding else text for index, text in enumerate(texts)]

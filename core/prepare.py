@@ -9,7 +9,7 @@ import numpy.typing as npt
 import xxhash
 
 from ._hashing import U64, drop_repeats
-from .canonical import Tokenizer, to_canonical_text
+from .canonical import Tokenizer, visible_text
 from .records import Page
 from .settings import Settings
 from .shingles import shingle_sets, top_bits
@@ -69,8 +69,9 @@ class Preparer:
 
     def prepare(self, pages: list[Page]) -> list[PreparedDoc]:
         settings = self.settings
+        # case is folded by the tokenizer, in numpy (the same as str.casefold, without the GIL)
         tokens = self._tokenizer.hash_batch(
-            [to_canonical_text(page.content, page.content_type) for page in pages]
+            [visible_text(page.content, page.content_type) for page in pages]
         )
         sets = shingle_sets(tokens, settings.shingle_size, settings.seed)
         bands = super_shingles(sets, settings)

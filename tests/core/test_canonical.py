@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import Tokenizer, html_to_text, looks_like_html, to_canonical_text
-from neardup.core.canonical import TokenBatch
+from neardup.core._hashing import seeded_constant
+from neardup.core.canonical import _EXPANDS, TokenBatch, _token_table
 
 HTML = """<!DOCTYPE html><html><head><title>Caf&eacute; news</title>
 <style>body { color: red }</style><script>var tracking = "secret words";</script></head>
@@ -66,3 +69,66 @@ def test_equal_words_hash_equal_and_distinct_words_differ(words: list[str]) -> N
     for word, value in zip(words, hashes.tolist(), strict=True):
         assert by_word.setdefault(word, value) == value
     assert len(set(by_word.values())) == len(by_word)
+
+
+_MASK = (1 << 64) - 1
+
+
+def _fmix64(x: int) -> int:
+    x ^= x >> 33
+    x = (x * 0xFF51AFD7ED558CCD) & _MASK
+    x ^= x >> 33
+    x = (x * 0xC4CEB9FE1A85EC53) & _MASK
+    return x ^ (x >> 33)
+
+
+def _defined_hashes(text: str, seed: int, unit: str) -> list[int]:
+    """The token hashes by their definition, one token at a time in Python: runs of ``[^\\W_]``
+    in ``text.casefold()`` (single characters in character mode), each a polynomial of its
+    code points, mixed."""
+    base, mix = seeded_constant(seed, 1, odd=True), seeded_constant(seed, 2)
+    folded = text.casefold()
+    if unit == "character":
+        return [_fmix64(ord(char) ^ mix) for char in re.findall(r"[^\W_]", folded)]
+    hashes = []
+    for token in re.findall(r"[^\W_]+", folded):
+        polynomial = sum((ord(c) + 1) * pow(base, i, 1 << 64) for i, c in enumerate(token))
+        tag = len(token) * 0x9E3779B97F4A7C15 & _MASK
+        hashes.append(_fmix64((polynomial & _MASK) ^ tag ^ mix))
+    return hashes
+
+
+# text with the characters folding needs care with: ß -> ss, İ -> i + a combining dot (not a
+# letter), U+0345 (a combining mark) -> iota (a letter), ligatures, final sigma, lone surrogates
+_TRICKY = st.text(
+    alphabet=st.one_of(
+        st.characters(codec=None, categories=None),
+        st.sampled_from("ßẞİıﬁﬃͅΣσςǅǄǰ\ud800\udfff_ \x00"),
+    ),
+    max_size=40,
+)
+
+
+@given(st.lists(_TRICKY, min_size=1, max_size=6), st.sampled_from(["word", "character"]))
+def test_token_hashes_equal_their_definition(texts: list[str], unit: str) -> None:
+    """The batch tokenizer folds case with a table over code points, in numpy; the hashes are
+    those of ``str.casefold`` and a regex, whether or not the texts were folded before."""
+    tokenizer = Tokenizer(11, unit)  # type: ignore[arg-type]
+    batch = tokenizer.hash_batch(texts)
+    folded = tokenizer.hash_batch([text.casefold() for text in texts])
+    assert np.array_equal(batch.offsets, folded.offsets)
+    assert np.array_equal(batch.hashes, folded.hashes)
+    for index, text in enumerate(texts):
+        assert batch.of(index).tolist() == _defined_hashes(text, 11, unit)
+
+
+def test_fold_table_is_casefold_of_every_code_point() -> None:
+    table = _token_table()
+    for code in range(0x110000):
+        folded = chr(code).casefold()
+        if len(folded) > 1:
+            assert table[code] == _EXPANDS
+        elif re.fullmatch(r"[^\W_]", folded):
+            assert table[code] == ord(folded) + 1
+        else:
+            assert table[code] == 0
