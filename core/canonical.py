@@ -6,10 +6,10 @@ letters and digits (the characters of the regex ``[^\\W_]``), or single letters/
 character mode. Everything else (punctuation, white space, symbols) separates tokens and is
 otherwise ignored.
 
-Tokens are hashed for a whole batch at once: the batch is one UTF-32 array, token boundaries
-come from a lookup table, and each token's hash is a polynomial of its code points computed
-from one prefix sum (mod 2**64, divided out with the inverse power), then mixed. No Python
-code runs per token.
+Tokens are hashed for a whole batch at once: the batch is one UTF-32 array, one lookup table
+gives each code point's case fold (or nothing, between tokens), and each token's hash is a
+polynomial of its folded code points computed from one prefix sum (mod 2**64, divided out
+with the inverse power), then mixed. No Python code runs per character or per token.
 """
 
 from __future__ import annotations
