@@ -22,6 +22,7 @@ __all__ = [
 ]
 
 _ID = struct.Struct(">Q")  # big-endian, so that keys sort by id
+_SIZE = struct.Struct(">H")
 _DOC_HEAD = struct.Struct(
     "<BBqIQH"
 )  # version, flags, fetched_at micros, shingle count, duplicate of, url length
@@ -158,12 +159,32 @@ class Postings:
 
     @classmethod
     def decode(cls, raw: bytes, sized: bool = False) -> Postings:
+        listed = cls.entries(raw, sized)
+        if listed is not None:
+            ids, sizes = listed
+            return cls(ids, False, len(ids), sizes if sized else None)
+        if raw[:1] != _STOP_MARK or len(raw) != 9:
+            raise StateError(f"a stored posting list of {len(raw)} bytes is corrupt")
+        return cls((), True, int.from_bytes(raw[1:], "big"))
+
+    @staticmethod
+    def entries(
+        raw: bytes, sized: bool = False
+    ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """``decode`` without the object, for the posting loop: (ids, sizes) of a plain list
+        (sizes empty outside a sized index), or ``None`` for what is not one."""
         width = _POSTING_WIDTH[sized]
         if len(raw) % width:
-            if raw[:1] != _STOP_MARK or len(raw) != 9:
-                raise StateError(f"a stored posting list of {len(raw)} bytes is corrupt")
-            return cls((), True, int.from_bytes(raw[1:], "big"))
+            return None
         count = len(raw) // width
         ids = struct.unpack_from(f">{count}Q", raw)
-        sizes = struct.unpack_from(f">{count}H", raw, 8 * count) if sized else None
-        return cls(ids, False, count, sizes)
+        return ids, struct.unpack_from(f">{count}H", raw, 8 * count) if sized else ()
+
+    @staticmethod
+    def appended(raw: bytes, doc_id: int, size: int | None = None) -> bytes:
+        """The encoding of the plain list ``raw`` with one more document (and its shingle
+        count, in a sized index), made from the bytes without decoding them."""
+        if size is None:
+            return raw + _ID.pack(doc_id)
+        head = 8 * (len(raw) // _POSTING_WIDTH[True])
+        return raw[:head] + _ID.pack(doc_id) + raw[head:] + _SIZE.pack(size)

@@ -75,28 +75,62 @@ class PostingIndex:
         as adding them one by one."""
         if self._sized and (sizes is None or len(sizes) != len(doc_ids)):
             raise ValueError(f"the sized index {self._table!r} needs a shingle count per document")
-        carriers: dict[bytes, list[int]] = {}
-        for owner, keys in enumerate(key_lists):
-            for key in keys:
-                carriers.setdefault(key, []).append(owner)
-        unique = list(carriers)
-        stored = self._tx.get_many(self._table, unique)
-        met = [Meetings() for _ in doc_ids]
-        # a one-document list per document, written as is under each key it is first to carry
         counts = sizes if self._sized and sizes is not None else [None] * len(doc_ids)
+        # a one-document list per document, as encoded under a key it is the first to carry
         entries = [
             Postings((doc_id,), False, 1, None if count is None else (count,)).encode()
             for doc_id, count in zip(doc_ids, counts, strict=True)
         ]
+        # each key's first carrier; keys carried more than once in the batch apart
+        first: dict[bytes, int] = {}
+        repeated: dict[bytes, list[int]] = {}
+        for owner, keys in enumerate(key_lists):
+            for key in keys:
+                if key in first:
+                    repeated.setdefault(key, [first[key]]).append(owner)
+                else:
+                    first[key] = owner
+        unique = list(first)
+        stored = self._tx.get_many(self._table, unique)
+        met = [Meetings() for _ in doc_ids]
         first_seen: dict[bytes, bytes] = {}
         for key, raw in zip(unique, stored, strict=True):
-            owners = carriers[key]
-            if raw is None and len(owners) == 1:  # the common case: a key seen for the first time
-                first_seen[key] = entries[owners[0]]
+            if key in repeated:
+                self._add_in_order(key, raw, repeated[key], doc_ids, sizes, met)
+            elif raw is None:  # the common case: a key seen for the first time
+                first_seen[key] = entries[first[key]]
             else:
-                self._add_in_order(key, raw, owners, doc_ids, sizes, met)
+                self._add_one(key, raw, first[key], doc_ids, sizes, met)
         self._tx.put_many(self._table, first_seen)
         return met
+
+    def _add_one(
+        self,
+        key: bytes,
+        raw: bytes,
+        owner: int,
+        doc_ids: Sequence[int],
+        sizes: Sequence[int] | None,
+        met: list[Meetings],
+    ) -> None:
+        """``_add_in_order`` for the common case of one carrier and a stored list that stays
+        a list: the entry is appended to the stored bytes, without decoding them all."""
+        doc_id = doc_ids[owner]
+        listed = Postings.entries(raw, self._sized)
+        if listed is None or len(listed[0]) + 1 >= self._cap or doc_id in listed[0]:
+            # a stop key, one about to become one, or a replay (it meets the same again)
+            self._add_in_order(key, raw, [owner], doc_ids, sizes, met)
+            return
+        ids, known = listed
+        meetings = met[owner]
+        shared = meetings.shared
+        for other in ids:
+            shared[other] = shared.get(other, 0) + 1
+        size = None
+        if self._sized and sizes is not None:
+            meetings.sizes.update(zip(ids, known, strict=True))
+            size = sizes[owner]
+        self._tx.put(self._table, key, Postings.appended(raw, doc_id, size))
 
     def _add_in_order(
         self,

@@ -117,3 +117,77 @@ def test_union_find_keeps_older_root_and_sizes() -> None:
         assert dict(state.view().clusters.roots()) == {
             3: ClusterInfo(4, "2026-01-01T00:00:03.000000Z")
         }
+
+
+def _posted_one_by_one(
+    batches: list[list[tuple[int, list[bytes]]]], cap: int
+) -> tuple[list[tuple[dict[int, int], dict[int, int], int]], dict[bytes, tuple[int, ...] | int]]:
+    """The definition of a capped posting index, one document at a time: what each met (the
+    documents before it under each of its keys, with their sizes, and its stop keys), and the
+    final lists (a stop key as its request count). A document's size is its id + 1000."""
+    lists: dict[bytes, list[int] | int] = {}
+    met = []
+    for batch in batches:
+        for doc_id, keys in batch:
+            shared: dict[int, int] = {}
+            stopped = 0
+            for key in keys:
+                posted = lists.setdefault(key, [])
+                if isinstance(posted, int):
+                    stopped += 1
+                    lists[key] = posted + 1
+                    continue
+                before = posted[: posted.index(doc_id)] if doc_id in posted else posted
+                for other in before:
+                    shared[other] = shared.get(other, 0) + 1
+                if doc_id not in posted:
+                    posted.append(doc_id)
+                    if len(posted) >= cap:
+                        lists[key] = len(posted)
+            met.append((shared, {other: other + 1000 for other in shared}, stopped))
+    return met, {k: v if isinstance(v, int) else tuple(v) for k, v in lists.items()}
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.integers(1, 12), st.lists(st.sampled_from([b"a", b"b", b"c", b"d"]), max_size=4)
+            ),
+            max_size=6,
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(2, 5),
+    st.booleans(),
+)
+def test_posting_index_batches_equal_one_by_one(
+    batches: list[list[tuple[int, list[bytes]]]], cap: int, sized: bool
+) -> None:
+    """Posting in batches (keys shared inside a batch, stored lists appended to as bytes,
+    replays, keys repeated by one document, stop keys) meets what posting one document at a
+    time meets, and leaves the same lists."""
+    expected_met, expected_lists = _posted_one_by_one(batches, cap)
+    with State.open(None, Settings(posting_cap=cap)) as state:
+        met = []
+        for batch in batches:
+            view = state.view()
+            index = view.short_shingles if sized else view.super_shingles
+            met += index.meet_batch(
+                [keys for _, keys in batch],
+                [doc_id for doc_id, _ in batch],
+                [doc_id + 1000 for doc_id, _ in batch],
+            )
+            view.commit()
+        table = "shingles" if sized else "supershingles"
+        stored = {}
+        for key, raw in state.store.items(table):
+            postings = Postings.decode(raw, sized)
+            stored[key] = postings.requests if postings.stopped else postings.doc_ids
+            if sized and not postings.stopped:
+                assert postings.sizes == tuple(doc_id + 1000 for doc_id in postings.doc_ids)
+    assert stored == expected_lists
+    assert [(dict(m.shared), m.stopped) for m in met] == [(s, n) for s, _, n in expected_met]
+    if sized:
+        assert [m.sizes for m in met] == [sizes for _, sizes, _ in expected_met]
