@@ -108,9 +108,10 @@ class RocksDBStore(Store):
         return None if value is None else bytes(value)
 
     def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
-        if not keys:
-            return []
-        return list(self._family(table)[list(keys)])
+        # one get per key: through rocksdict, RocksDB's batched multi-get costs more per key
+        # (measured: 1.3 -> 0.6 us per absent key, 1.6 -> 1.2 us per present one)
+        get = self._family(table).get
+        return [get(key) for key in keys]
 
     def items(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         for key, value in self._family(table).items(read_opt=_total_order()):
