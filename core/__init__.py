@@ -23,7 +23,7 @@ from .records import (
 )
 from .settings import DEFAULT_SEED, Settings, candidate_probability, choose_bands
 from .shingles import shingle_sets
-from .sketch import Estimate, Sketch, estimate, estimate_pairs, sketch_family
+from .sketch import Estimate, Sketch, estimate, estimate_columns, estimate_pairs, sketch_family
 from .supershingles import super_shingles
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "candidate_probability",
     "choose_bands",
     "estimate",
+    "estimate_columns",
     "estimate_pairs",
     "html_to_text",
     "looks_like_html",

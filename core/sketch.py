@@ -28,7 +28,15 @@ from ._hashing import drop_repeats
 from .exceptions import SketchMismatchError
 from .settings import Settings
 
-__all__ = ["Estimate", "Sketch", "estimate", "estimate_pairs", "sketch_family"]
+__all__ = [
+    "Columns",
+    "Estimate",
+    "Sketch",
+    "estimate",
+    "estimate_columns",
+    "estimate_pairs",
+    "sketch_family",
+]
 
 U32 = npt.NDArray[np.uint32]
 _NO_CUTOFF = (1 << 32) - 1  # the largest 32-bit value: a complete sketch keeps every value
@@ -87,22 +95,9 @@ def estimate(a: Sketch, b: Sketch) -> Estimate:
 
 
 def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Estimate]:
-    """``estimate`` for many pairs at once (first[i] with second[i]), vectorised.
-
-    Both sides are flattened into one ascending array each (pair index in the high bits), so
-    a single binary search finds, for every sampled value of a first sketch, whether its pair
-    partner holds it and how many of the partner's values are smaller: its rank in the union.
-    """
+    """``estimate`` for many pairs at once (first[i] with second[i]), vectorised."""
     if len(first) != len(second):
         raise ValueError(f"{len(first)} first sketches but {len(second)} second ones")
-    if len(first) > _PAIRS_PER_CALL:  # bounded temporaries: ~10 arrays of pairs x s values
-        return [
-            found
-            for start in range(0, len(first), _PAIRS_PER_CALL)
-            for found in estimate_pairs(
-                first[start : start + _PAIRS_PER_CALL], second[start : start + _PAIRS_PER_CALL]
-            )
-        ]
     for a, b in zip(first, second, strict=True):
         if a.family != b.family or a.sample_size != b.sample_size:
             raise SketchMismatchError(
@@ -110,15 +105,71 @@ def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Es
                 f"sample sizes (sample sizes {a.sample_size} and {b.sample_size}): make both "
                 "with the same Settings"
             )
-    pairs = len(first)
-    if not pairs:
+    if not first:
         return []
+    columns = estimate_columns(
+        [s.values for s in first],
+        [s.shingle_count for s in first],
+        [s.values for s in second],
+        [s.shingle_count for s in second],
+        first[0].sample_size,
+    )
+    return [
+        Estimate(r, c, v, e)
+        for r, c, v, e in zip(*(column.tolist() for column in columns), strict=True)
+    ]
+
+
+Columns = tuple[
+    npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.bool_]
+]
+
+
+def estimate_columns(
+    first: Sequence[U32],
+    first_counts: Sequence[int],
+    second: Sequence[U32],
+    second_counts: Sequence[int],
+    sample_size: int,
+) -> Columns:
+    """``estimate_pairs`` on bare samples and shingle counts (all of one sketch family, which
+    the caller vouches for), as columns: resemblance, containment, reverse containment and
+    exactness of each pair. For callers that keep few of many estimates."""
+    if not len(first) == len(first_counts) == len(second) == len(second_counts):
+        raise ValueError("every pair needs two samples and two shingle counts")
+    passes = [
+        _estimate_pass(
+            first[start : start + _PAIRS_PER_CALL],
+            np.asarray(first_counts[start : start + _PAIRS_PER_CALL], dtype=np.int64),
+            second[start : start + _PAIRS_PER_CALL],
+            np.asarray(second_counts[start : start + _PAIRS_PER_CALL], dtype=np.int64),
+            sample_size,
+        )
+        for start in range(0, len(first), _PAIRS_PER_CALL)  # bounded temporaries
+    ]
+    if not passes:
+        empty = np.zeros(0, np.float64)
+        return empty, empty, empty, np.zeros(0, np.bool_)
+    joined = [np.concatenate(column) for column in zip(*passes, strict=True)]
+    return joined[0], joined[1], joined[2], joined[3]
+
+
+def _estimate_pass(
+    first: Sequence[U32],
+    first_counts: npt.NDArray[np.int64],
+    second: Sequence[U32],
+    second_counts: npt.NDArray[np.int64],
+    sample_size: int,
+) -> Columns:
+    """Both sides flattened into one ascending array each (pair index in the high bits),
+    merged with one stable sort."""
+    pairs = len(first)
     # One array of (pair, value, side) keys: first sketches on side 0, second ones on side 1.
     # Each half is ascending, so a stable sort is one linear merge; a value both sketches of a
     # pair hold then appears twice in a row, and the pair's union is its distinct values.
-    left_lengths = np.fromiter((len(s.values) for s in first), np.int64, pairs)
-    right_lengths = np.fromiter((len(s.values) for s in second), np.int64, pairs)
-    values = np.concatenate([s.values for s in (*first, *second)]).astype(np.int64)
+    left_lengths = np.fromiter((len(v) for v in first), np.int64, pairs)
+    right_lengths = np.fromiter((len(v) for v in second), np.int64, pairs)
+    values = np.concatenate([*first, *second]).astype(np.int64)
     left_total = int(left_lengths.sum())
     pair_ids = np.arange(pairs, dtype=np.int64)
     owner = np.concatenate([np.repeat(pair_ids, left_lengths), np.repeat(pair_ids, right_lengths)])
@@ -136,17 +187,15 @@ def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Es
     shared_values = base[repeat] & 0xFFFFFFFF
     # 1-based rank in the pair's union of each shared value (a pair's first key is distinct)
     union_rank = distinct_upto[repeat] - distinct_upto[_starts(pair_sizes)[shared_owner]] + 1
-    exact = np.fromiter(
-        (a.complete and b.complete for a, b in zip(first, second, strict=True)), bool, pairs
-    )
-    limit = np.where(exact, np.iinfo(np.int64).max, first[0].sample_size)
+    exact = (first_counts <= sample_size) & (second_counts <= sample_size)
+    limit = np.where(exact, np.iinfo(np.int64).max, sample_size)
     shared_count = np.bincount(shared_owner, minlength=pairs)
     union_size = np.minimum(pair_sizes - shared_count, limit)
     shared_in_union = np.bincount(shared_owner[union_rank <= limit[shared_owner]], minlength=pairs)
     # containment: below the smaller cut-off both samples are complete
     cutoff = np.minimum(
-        _cutoffs(first, values[:left_total], left_lengths),
-        _cutoffs(second, values[left_total:], right_lengths),
+        _cutoffs(first_counts, values[:left_total], left_lengths, sample_size),
+        _cutoffs(second_counts, values[left_total:], right_lengths, sample_size),
     )
     shared_below = np.bincount(shared_owner[shared_values <= cutoff[shared_owner]], minlength=pairs)
     bounds = (pair_ids << 33) | (cutoff << 1)
@@ -155,16 +204,7 @@ def estimate_pairs(first: Sequence[Sketch], second: Sequence[Sketch]) -> list[Es
     resemblance = np.where(union_size > 0, shared_in_union / np.maximum(union_size, 1), 0.0)
     containment = shared_below / np.maximum(left_below, 1)
     reverse = shared_below / np.maximum(right_below, 1)
-    return [
-        Estimate(r, c, v, e)
-        for r, c, v, e in zip(
-            resemblance.tolist(),
-            containment.tolist(),
-            reverse.tolist(),
-            exact.tolist(),
-            strict=True,
-        )
-    ]
+    return resemblance, containment, reverse, exact
 
 
 def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -172,11 +212,13 @@ def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 
 
 def _cutoffs(
-    sketches: Sequence[Sketch], values: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64],
+    values: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    sample_size: int,
 ) -> npt.NDArray[np.int64]:
     """Each sketch's cut-off: values above it are not sampled. Its largest sampled value, or
     ``_NO_CUTOFF`` for a complete one (``values``: the sketches' values laid end to end)."""
-    counts = np.fromiter((s.shingle_count for s in sketches), np.int64, len(sketches))
-    sampled = (counts > sketches[0].sample_size) & (lengths > 0)
+    sampled = (counts > sample_size) & (lengths > 0)
     last = np.cumsum(lengths) - 1
     return np.where(sampled, values[np.maximum(last, 0)] if len(values) else 0, _NO_CUTOFF)

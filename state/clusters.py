@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from .codec import ClusterInfo, decode_id, encode_id
+from .codec import ClusterInfo, decode_id, encode_id, fetched_at_from_micros
 from .documents import Documents
 from .transaction import Transaction
 
@@ -38,26 +38,31 @@ class Clusters:
             self._tx.put("parents", encode_id(visited), encode_id(node))
         return node
 
-    def info(self, root: int) -> ClusterInfo:
+    def _size_and_time(self, root: int) -> tuple[int, int]:
+        """(size, root's fetched_at in microseconds): ``info`` without formatting the time."""
         raw = self._tx.get("clusters", encode_id(root))
         if raw is not None:
-            return ClusterInfo.decode(raw)
-        record = self._documents.get(root)
-        return ClusterInfo(1, record.fetched_at if record else "")
+            return ClusterInfo.unpack(raw)
+        return 1, self._documents.fetched_micros(root)
 
-    def age(self, root: int) -> tuple[str, int]:
-        """Sort key: the smaller, the older (missing fetched_at counts as oldest)."""
-        return (self.info(root).fetched_at, root)
+    def info(self, root: int) -> ClusterInfo:
+        size, micros = self._size_and_time(root)
+        return ClusterInfo(size, fetched_at_from_micros(micros))
+
+    def age(self, root: int) -> tuple[int, int]:
+        """Sort key: the smaller, the older (missing fetched_at counts as oldest). Times in
+        microseconds order as the fixed-width fetched_at strings do."""
+        return (self._size_and_time(root)[1], root)
 
     def merge(self, survivor: int, retired: int) -> int:
         """Join the cluster rooted at ``retired`` into ``survivor``'s; returns the new size."""
+        kept_size, kept_time = self._size_and_time(survivor)
         if survivor == retired:
-            return self.info(survivor).size
-        kept, gone = self.info(survivor), self.info(retired)
-        size = kept.size + gone.size
+            return kept_size
+        size = kept_size + self._size_and_time(retired)[0]
         self._tx.put("parents", encode_id(retired), encode_id(survivor))
         self._tx.delete("clusters", encode_id(retired))
-        self._tx.put("clusters", encode_id(survivor), ClusterInfo(size, kept.fetched_at).encode())
+        self._tx.put("clusters", encode_id(survivor), ClusterInfo.pack(size, kept_time))
         return size
 
     def roots(self) -> Iterator[tuple[int, ClusterInfo]]:

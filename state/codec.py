@@ -12,6 +12,7 @@ from neardup.core import StateError
 from neardup.core.records import format_fetched_at
 
 __all__ = [
+    "NO_TIME",
     "ClusterInfo",
     "DocRecord",
     "Postings",
@@ -30,7 +31,7 @@ _CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
 _STOP_MARK = b"\xff"
 _POSTING_WIDTH = {False: 8, True: 10}  # an id, plus a 2-byte shingle count in a sized index
 _VERSION = 1
-_NO_TIME = -(2**63)
+NO_TIME = -(2**63)  # the micros of a missing fetched_at: older than any time
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -46,13 +47,13 @@ def decode_id(raw: bytes) -> int:
 def fetched_at_to_micros(fetched_at: str) -> int:
     """Normalised fetched_at ('...Z' or '') to microseconds since 1970 (a sentinel for '')."""
     if not fetched_at:
-        return _NO_TIME
+        return NO_TIME
     delta = datetime.fromisoformat(fetched_at) - _EPOCH
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def fetched_at_from_micros(micros: int) -> str:
-    if micros == _NO_TIME:
+    if micros == NO_TIME:
         return ""
     return format_fetched_at(_EPOCH + timedelta(microseconds=micros))
 
@@ -106,6 +107,14 @@ class DocRecord:
         return fetched_at_from_micros(micros), raw[start : start + url_length].decode("utf-8")
 
     @staticmethod
+    def decode_head(raw: bytes) -> tuple[int, int, int]:
+        """Only (fetched_at micros, shingle count, duplicate of): what cluster ages and twins
+        need, without decoding the URL, the time or the sketch."""
+        _check_version(raw, "document")
+        _, _, micros, count, duplicate_of, _ = _DOC_HEAD.unpack_from(raw)
+        return micros, count, duplicate_of
+
+    @staticmethod
     def decode_sketch(raw: bytes) -> tuple[int, npt.NDArray[np.uint32]] | None:
         """Only (shingle count, sketch), or None for a twin that keeps none: what verifying a
         candidate reads, without decoding the URL and time of every candidate."""
@@ -125,13 +134,24 @@ class ClusterInfo:
     fetched_at: str
 
     def encode(self) -> bytes:
-        return _CLUSTER.pack(_VERSION, self.size, fetched_at_to_micros(self.fetched_at))
+        return self.pack(self.size, fetched_at_to_micros(self.fetched_at))
 
     @classmethod
     def decode(cls, raw: bytes) -> ClusterInfo:
+        size, micros = cls.unpack(raw)
+        return cls(size, fetched_at_from_micros(micros))
+
+    @staticmethod
+    def pack(size: int, micros: int) -> bytes:
+        """The encoding from the size and the root's fetched_at in microseconds."""
+        return _CLUSTER.pack(_VERSION, size, micros)
+
+    @staticmethod
+    def unpack(raw: bytes) -> tuple[int, int]:
+        """(size, root's fetched_at in microseconds): what union-find needs, unformatted."""
         _check_version(raw, "cluster")
         _, size, micros = _CLUSTER.unpack(raw)
-        return cls(size, fetched_at_from_micros(micros))
+        return size, micros
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,14 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
-from .codec import DocRecord, decode_id, encode_id, fetched_at_from_micros, fetched_at_to_micros
+from .codec import (
+    NO_TIME,
+    DocRecord,
+    decode_id,
+    encode_id,
+    fetched_at_from_micros,
+    fetched_at_to_micros,
+)
 from .transaction import Transaction
 
 __all__ = ["Documents", "FingerprintKind", "FingerprintTable", "UrlHistory"]
@@ -40,6 +47,26 @@ class Documents:
 
     def put(self, doc_id: int, record: DocRecord) -> None:
         self._tx.put("docs", encode_id(doc_id), record.encode())
+
+    def ref(self, doc_id: int) -> tuple[str, str] | None:
+        """(fetched_at, url) of a stored document, without decoding its sketch."""
+        raw = self._tx.get("docs", encode_id(doc_id))
+        return None if raw is None else DocRecord.decode_ref(raw)
+
+    def fetched_micros(self, doc_id: int) -> int:
+        """A document's fetched_at in microseconds (``NO_TIME`` when missing or unknown)."""
+        raw = self._tx.get("docs", encode_id(doc_id))
+        return NO_TIME if raw is None else DocRecord.decode_head(raw)[0]
+
+    def owner_id(self, doc_id: int) -> int | None:
+        """``sketch_owner``'s document id alone, without decoding records."""
+        raw = self._tx.get("docs", encode_id(doc_id))
+        if raw is None:
+            return None
+        duplicate_of = DocRecord.decode_head(raw)[2]
+        if not duplicate_of:
+            return doc_id
+        return duplicate_of if self.exists(duplicate_of) else None
 
     def sketch_owner(self, doc_id: int) -> tuple[int, DocRecord] | None:
         """The document whose sketch stands for this one (itself, or the twin it copies)."""
@@ -80,11 +107,18 @@ class FingerprintTable:
         self._tx.prefetch("fingerprints", keys)
 
     def lookup(self, kind: FingerprintKind, fingerprint: int) -> int | None:
-        raw = self._tx.get("fingerprints", self.key(kind, fingerprint))
-        return None if raw is None else decode_id(raw)
+        return self.lookup_key(self.key(kind, fingerprint))
 
     def register(self, kind: FingerprintKind, fingerprint: int, doc_id: int) -> None:
-        self._tx.put("fingerprints", self.key(kind, fingerprint), encode_id(doc_id))
+        self.register_key(self.key(kind, fingerprint), doc_id)
+
+    def lookup_key(self, key: bytes) -> int | None:
+        """``lookup`` by a key made with ``key``."""
+        raw = self._tx.get("fingerprints", key)
+        return None if raw is None else decode_id(raw)
+
+    def register_key(self, key: bytes, doc_id: int) -> None:
+        self._tx.put("fingerprints", key, encode_id(doc_id))
 
 
 class UrlHistory:
@@ -104,8 +138,9 @@ class UrlHistory:
 
     def add(self, url: str, fetched_at: str, doc_id: int) -> None:
         key = url.encode("utf-8")
-        entries = sorted(
-            {(fetched_at_to_micros(f), d) for f, d in self.versions(url)}
-            | {(fetched_at_to_micros(fetched_at), doc_id)}
-        )
-        self._tx.put("urls", key, b"".join(_VERSION_ENTRY.pack(m, d) for m, d in entries))
+        entry = _VERSION_ENTRY.pack(fetched_at_to_micros(fetched_at), doc_id)
+        raw = self._tx.get("urls", key)
+        if raw is not None:  # versions in time order, each once
+            known = set(_VERSION_ENTRY.iter_unpack(raw)) | {_VERSION_ENTRY.unpack(entry)}
+            entry = b"".join(_VERSION_ENTRY.pack(m, d) for m, d in sorted(known))
+        self._tx.put("urls", key, entry)

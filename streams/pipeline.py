@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 from neardup.core import (
     Estimate,
     Page,
@@ -17,10 +18,10 @@ from neardup.core import (
     Settings,
     Sketch,
     StateError,
-    estimate_pairs,
+    estimate_columns,
     sketch_family,
 )
-from neardup.state import DocRecord, FingerprintKind, Meetings, State, StateView
+from neardup.state import DocRecord, FingerprintKind, FingerprintTable, Meetings, State, StateView
 
 from .events import ClusterMerged, DocRef, Duplicate, Event
 
@@ -39,15 +40,19 @@ _EXACT_METHODS = (
     (FingerprintKind.CANONICAL, "canonical"),
     (FingerprintKind.SHINGLE_SET, "shingle"),
 )
+_EXACT = Estimate(1.0, 1.0, 1.0, True)
 
 
-def _fingerprint_of(doc: PreparedDoc, kind: FingerprintKind) -> int | None:
+def _fingerprint_keys(doc: PreparedDoc) -> list[tuple[bytes, str]]:
+    """The document's fingerprint-table keys with their methods, in the order they count."""
     prints = doc.fingerprints
-    return {
-        FingerprintKind.RAW: prints.raw,
-        FingerprintKind.CANONICAL: prints.canonical,
-        FingerprintKind.SHINGLE_SET: prints.shingle_set,
-    }[kind]
+    return [
+        (FingerprintTable.key(kind, fingerprint), method)
+        for (kind, method), fingerprint in zip(
+            _EXACT_METHODS, (prints.raw, prints.canonical, prints.shingle_set), strict=True
+        )
+        if fingerprint is not None
+    ]
 
 
 def stored_sketch(record: DocRecord, settings: Settings) -> Sketch:
@@ -66,22 +71,14 @@ class Match:
     cluster: int
 
 
-def _ref(doc_id: int, record: DocRecord) -> DocRef:
-    return DocRef(doc_id, record.url, record.fetched_at)
-
-
 def _ref_of(view: StateView, doc_id: int) -> DocRef:
-    record = view.documents.get(doc_id)
-    return _ref(doc_id, record) if record else DocRef(doc_id, "", "")
+    found = view.documents.ref(doc_id)
+    return DocRef(doc_id, found[1], found[0]) if found else DocRef(doc_id, "", "")
 
 
 def _exact_twin(view: StateView, doc: PreparedDoc) -> tuple[int, str] | None:
-    for kind, method in _EXACT_METHODS:
-        fingerprint = _fingerprint_of(doc, kind)
-        if (
-            fingerprint is not None
-            and (twin := view.fingerprints.lookup(kind, fingerprint)) is not None
-        ):
+    for key, method in _fingerprint_keys(doc):
+        if (twin := view.fingerprints.lookup_key(key)) is not None:
             return twin, method
     return None
 
@@ -126,60 +123,74 @@ def _verify_all(
     local = local or {}
     stored = sorted({c for _, cands in queries for c in cands if c not in local})
     view.documents.prefetch(stored)
-    first: list[Sketch] = []
-    second: list[Sketch] = []
+    samples: list[npt.NDArray[np.uint32]] = []
+    counts: list[int] = []
     owners: list[tuple[int, int]] = []
-    family = sketch_family(settings)
     for index, (doc, candidates) in enumerate(queries):
+        count = doc.shingle_count
         for candidate in sorted(candidates - {doc.doc_id}):
             twin = local.get(candidate)
-            if twin is not None:
-                sketch = twin.sketch
-            else:
-                kept = view.documents.sketch(candidate)
-                if kept is None:  # gone, or a twin: its original is the candidate that counts
-                    continue
-                sketch = Sketch(kept[1], kept[0], settings.sample_size, family)
-            sizes = sorted((doc.shingle_count, sketch.shingle_count))
-            if floor > 0 and sizes[0] < floor * sizes[1]:
+            kept = (
+                (twin.shingle_count, twin.sketch.values)
+                if twin is not None
+                else view.documents.sketch(candidate)
+            )
+            if kept is None:  # gone, or a twin: its original is the candidate that counts
                 continue
-            first.append(doc.sketch)
-            second.append(sketch)
+            if floor > 0 and min(count, kept[0]) < floor * max(count, kept[0]):
+                continue
+            samples.append(kept[1])
+            counts.append(kept[0])
             owners.append((index, candidate))
+    queried = [queries[index][0] for index, _ in owners]
+    resemblance, containment, reverse, exact = estimate_columns(
+        [doc.sketch.values for doc in queried],
+        [doc.shingle_count for doc in queried],
+        samples,
+        counts,
+        settings.sample_size,
+    )
     matches: list[list[Match]] = [[] for _ in queries]
-    for (index, candidate), found in zip(owners, estimate_pairs(first, second), strict=True):
-        if found.resemblance >= floor:
-            twin = local.get(candidate)
-            if twin is not None:
-                ref = DocRef(candidate, twin.page.url, twin.page.fetched_at)
-            else:
-                ref = _ref_of(view, candidate)  # read above, in this transaction
-            matches[index].append(Match(ref, "near", found, candidate))
+    for position in np.flatnonzero(resemblance >= floor).tolist():
+        index, candidate = owners[position]
+        twin = local.get(candidate)
+        if twin is not None:
+            ref = DocRef(candidate, twin.page.url, twin.page.fetched_at)
+        else:
+            ref = _ref_of(view, candidate)  # read above, in this transaction
+        found = Estimate(
+            float(resemblance[position]),
+            float(containment[position]),
+            float(reverse[position]),
+            bool(exact[position]),
+        )
+        matches[index].append(Match(ref, "near", found, candidate))
     return matches
 
 
 def _admit(view: StateView, doc: PreparedDoc) -> tuple[int, str] | bool | None:
     """Register a new document's URL and fingerprints. False for a document already known;
-    else its exact twin (doc id, method), or None."""
+    else its exact twin (doc id, method), or None. The caller counts documents and repeats."""
     if view.documents.exists(doc.doc_id):
-        view.counters.add("repeats")
         return False
     view.urls.add(doc.page.url, doc.page.fetched_at, doc.doc_id)
-    view.counters.add("documents")
-    twin = _exact_twin(view, doc)
-    for kind, _ in _EXACT_METHODS:
-        fingerprint = _fingerprint_of(doc, kind)
-        if fingerprint is not None and view.fingerprints.lookup(kind, fingerprint) is None:
-            view.fingerprints.register(kind, fingerprint, doc.doc_id)
+    twin = None
+    fingerprints = view.fingerprints
+    for key, method in _fingerprint_keys(doc):  # the first one known names the twin
+        known = fingerprints.lookup_key(key)
+        if known is None:
+            fingerprints.register_key(key, doc.doc_id)
+        elif twin is None:
+            twin = known, method
     return twin
 
 
 def _store_twin(view: StateView, doc: PreparedDoc, twin: tuple[int, str]) -> list[Event]:
     """An exact/canonical/shingle twin keeps no sketch and joins the twin's cluster."""
     twin_id, method = twin
-    owner = view.documents.sketch_owner(twin_id)
-    twin_record = view.documents.get(twin_id)
-    if owner is None or twin_record is None:
+    owner = view.documents.owner_id(twin_id)
+    twin_ref = view.documents.ref(twin_id)
+    if owner is None or twin_ref is None:
         raise StateError(f"fingerprint table points at missing document {twin_id:016x}")
     page = doc.page
     view.documents.put(
@@ -189,12 +200,12 @@ def _store_twin(view: StateView, doc: PreparedDoc, twin: tuple[int, str]) -> lis
             page.fetched_at,
             doc.shingle_count,
             np.zeros(0, np.uint32),
-            duplicate_of=owner[0],
+            duplicate_of=owner,
         ),
     )
-    exact = Estimate(1.0, 1.0, 1.0, True)
     me = DocRef(doc.doc_id, page.url, page.fetched_at)
-    return _join(view, me, [Match(_ref(twin_id, twin_record), method, exact, twin_id)])
+    found = DocRef(twin_id, twin_ref[1], twin_ref[0])
+    return _join(view, me, [Match(found, method, _EXACT, twin_id)])
 
 
 def _store_and_join(view: StateView, doc: PreparedDoc, matches: list[Match]) -> list[Event]:
@@ -215,21 +226,18 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     grouped, which keeps Python work per key to a minimum.
     """
     view.documents.prefetch(doc.doc_id for doc in docs)
-    view.fingerprints.prefetch(
-        view.fingerprints.key(kind, fp)
-        for doc in docs
-        for kind, _ in _EXACT_METHODS
-        if (fp := _fingerprint_of(doc, kind)) is not None
-    )
+    view.fingerprints.prefetch(key for doc in docs for key, _ in _fingerprint_keys(doc))
     admitted: list[tuple[PreparedDoc, tuple[int, str] | bool | None]] = []
     seen: set[int] = set()
     for doc in docs:
         if doc.doc_id in seen:  # delivered twice in one batch: stored once, like across batches
-            view.counters.add("repeats")
             admitted.append((doc, False))
         else:
             seen.add(doc.doc_id)
             admitted.append((doc, _admit(view, doc)))
+    repeats = sum(twin is False for _, twin in admitted)
+    view.counters.add("repeats", repeats)
+    view.counters.add("documents", len(docs) - repeats)
     fresh = [doc for doc, twin in admitted if twin is None]
     keys = [_index_keys(doc) for doc in fresh]
     fresh_ids = [doc.doc_id for doc in fresh]
@@ -306,13 +314,13 @@ def find_similar(
     matches: dict[int, Match] = {}
     twin = _exact_twin(view, doc)
     if twin is not None:
-        owner = view.documents.sketch_owner(twin[0])
-        record = view.documents.get(twin[0])
-        if owner is not None and record is not None and twin[0] != doc.doc_id:
+        owner = view.documents.owner_id(twin[0])
+        twin_ref = view.documents.ref(twin[0])
+        if owner is not None and twin_ref is not None and twin[0] != doc.doc_id:
             matches[twin[0]] = Match(
-                _ref(twin[0], record),
+                DocRef(twin[0], twin_ref[1], twin_ref[0]),
                 twin[1],
-                Estimate(1.0, 1.0, 1.0, True),
+                _EXACT,
                 view.clusters.find(twin[0]),
             )
     super_keys, shingle_keys = _index_keys(doc)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -191,3 +192,39 @@ def test_posting_index_batches_equal_one_by_one(
     assert [(dict(m.shared), m.stopped) for m in met] == [(s, n) for s, _, n in expected_met]
     if sized:
         assert [m.sizes for m in met] == [sizes for _, sizes, _ in expected_met]
+
+
+def test_cheap_document_reads_agree_with_full_records() -> None:
+    """``ref``, ``fetched_micros`` and ``owner_id`` read a record's head only; they say what
+    ``get`` and ``sketch_owner`` say."""
+    with State.open(None) as state:
+        view = state.view()
+        _docs(view, 2)
+        view.documents.put(3, DocRecord("u3", "", 1, np.zeros(0, np.uint32), duplicate_of=1))
+        view.documents.put(4, DocRecord("u4", "", 1, np.zeros(0, np.uint32), duplicate_of=99))
+        for doc_id in (1, 2, 3, 4, 5):
+            record = view.documents.get(doc_id)
+            owner = view.documents.sketch_owner(doc_id)
+            assert view.documents.owner_id(doc_id) == (owner[0] if owner else None)
+            assert view.documents.ref(doc_id) == (
+                (record.fetched_at, record.url) if record else None
+            )
+            assert view.documents.fetched_micros(doc_id) == fetched_at_to_micros(
+                record.fetched_at if record else ""
+            )
+
+
+@given(st.lists(st.one_of(st.none(), st.datetimes(timezones=st.just(UTC))), min_size=2))
+def test_cluster_age_orders_as_fetched_at_strings(moments: list[datetime | None]) -> None:
+    """Union-find compares roots by fetched_at in microseconds; that is the order of the
+    fixed-width strings (missing ones first), then of the ids."""
+    with State.open(None) as state:
+        view = state.view()
+        stamps = {}
+        for doc_id, moment in enumerate(moments, start=1):
+            stamps[doc_id] = format_fetched_at(moment) if moment else ""
+            view.documents.put(doc_id, DocRecord("u", stamps[doc_id], 1, np.zeros(0, np.uint32)))
+        by_age = sorted(stamps, key=view.clusters.age)
+        assert by_age == sorted(stamps, key=lambda doc_id: (stamps[doc_id], doc_id))
+        assert view.clusters.merge(by_age[0], by_age[1]) == 2
+        assert view.clusters.info(by_age[0]) == ClusterInfo(2, stamps[by_age[0]])
