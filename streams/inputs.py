@@ -23,6 +23,11 @@ from neardup.core import (
 __all__ = ["DeadLetter", "iter_records", "open_source"]
 
 _EXCERPT = 512
+# lines are about 5 KB: a 256 KB buffer reads many per system call (the default 8 KB one,
+# about one: 7 -> 2 us per line)
+_READ_BUFFER = 1 << 18
+# what bytes.strip removes: a line starting with anything else is not blank
+_BLANK = frozenset(b" \t\n\r\x0b\x0c")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +58,7 @@ def _excerpt(raw: bytes) -> str:
 
 
 def open_source(name: str) -> IO[bytes]:
-    return sys.stdin.buffer if name == "-" else open(name, "rb")
+    return sys.stdin.buffer if name == "-" else open(name, "rb", buffering=_READ_BUFFER)
 
 
 def _is_warc(name: str) -> bool:
@@ -74,7 +79,7 @@ def iter_records(
             if isinstance(line, DeadLetter):
                 yield DeadLetter(name, f"line {number}", line.reason, line.message, line.excerpt)
                 continue
-            if not line.strip():
+            if (not line or line[0] in _BLANK) and not line.strip():
                 continue
             try:
                 yield page_from_json(line, max_bytes)
