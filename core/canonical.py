@@ -142,7 +142,7 @@ class Tokenizer:
         # A NUL between documents is not a letter or digit, so no token spans two documents.
         joined = "\x00".join(texts)
         code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        terms = _token_table()[code_points]  # folded code point + 1, or 0 between tokens
+        terms = _token_table().take(code_points)  # folded code point + 1, 0 between tokens
         if len(terms) and terms.max() == _EXPANDS:
             return self.hash_batch(_fold_expanding(texts, terms))
         lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
