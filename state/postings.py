@@ -7,7 +7,6 @@ proposes no candidates, and counts how often it was asked for, for ``neardup sta
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,7 +22,7 @@ class Meetings:
     shared, their shingle counts (in a sized index), and how many of its keys were stop keys
     (each may hide one more shared key)."""
 
-    shared: Counter[int] = field(default_factory=Counter)
+    shared: dict[int, int] = field(default_factory=dict)  # (plain dicts: made per document)
     sizes: dict[int, int] = field(default_factory=dict)
     stopped: int = 0
 
@@ -153,7 +152,9 @@ class PostingIndex:
             doc_id = doc_ids[owner]
             seen = ids.index(doc_id) if doc_id in ids else len(ids)  # a replay meets the same
             meetings = met[owner]
-            meetings.shared.update(ids[:seen])
+            shared = meetings.shared
+            for other in ids[:seen]:
+                shared[other] = shared.get(other, 0) + 1
             if self._sized:
                 meetings.sizes.update(zip(ids[:seen], counts[:seen], strict=True))
             if seen < len(ids):

@@ -112,9 +112,10 @@ def _verify_all(
     settings: Settings,
     floor: float,
     local: dict[int, PreparedDoc] | None = None,
-) -> list[list[Match]]:
+) -> list[list[tuple[int, Estimate]]]:
     """Estimate every (document, candidate) pair in one vectorised call; for each document,
-    the candidates whose estimate passes ``floor`` (resemblance, or with ``floor`` 0 all).
+    the candidates whose estimate passes ``floor`` (resemblance, or with ``floor`` 0 all),
+    with their estimates.
 
     Candidates come from the store, or from ``local``: documents of the same batch that are
     not stored yet. A pair whose shingle counts alone rule out resemblance ``floor``
@@ -150,22 +151,17 @@ def _verify_all(
         counts,
         settings.sample_size,
     )
-    matches: list[list[Match]] = [[] for _ in queries]
+    found: list[list[tuple[int, Estimate]]] = [[] for _ in queries]
     for position in np.flatnonzero(resemblance >= floor).tolist():
         index, candidate = owners[position]
-        twin = local.get(candidate)
-        if twin is not None:
-            ref = DocRef(candidate, twin.page.url, twin.page.fetched_at)
-        else:
-            ref = _ref_of(view, candidate)  # read above, in this transaction
-        found = Estimate(
+        estimate = Estimate(
             float(resemblance[position]),
             float(containment[position]),
             float(reverse[position]),
             bool(exact[position]),
         )
-        matches[index].append(Match(ref, "near", found, candidate))
-    return matches
+        found[index].append((candidate, estimate))
+    return found
 
 
 def _admit(view: StateView, doc: PreparedDoc) -> tuple[int, str] | bool | None:
@@ -204,17 +200,20 @@ def _store_twin(view: StateView, doc: PreparedDoc, twin: tuple[int, str]) -> lis
         ),
     )
     me = DocRef(doc.doc_id, page.url, page.fetched_at)
-    found = DocRef(twin_id, twin_ref[1], twin_ref[0])
-    return _join(view, me, [Match(found, method, _EXACT, twin_id)])
+    return _join(view, me, [(twin_id, method, _EXACT)])
 
 
-def _store_and_join(view: StateView, doc: PreparedDoc, matches: list[Match]) -> list[Event]:
+def _store_and_join(
+    view: StateView, doc: PreparedDoc, found: list[tuple[int, Estimate]]
+) -> list[Event]:
     page = doc.page
     view.documents.put(
         doc.doc_id, DocRecord(page.url, page.fetched_at, doc.shingle_count, doc.sketch.values)
     )
+    if not found:
+        return []
     me = DocRef(doc.doc_id, page.url, page.fetched_at)
-    return _join(view, me, matches) if matches else []
+    return _join(view, me, [(candidate, "near", estimate) for candidate, estimate in found])
 
 
 def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -> list[Event]:
@@ -263,6 +262,7 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
         elif twin is not False:
             assert not isinstance(twin, bool)
             events.extend(_store_twin(view, doc, twin))
+    view.counters.add("duplicates", sum(isinstance(event, Duplicate) for event in events))
     return events
 
 
@@ -271,15 +271,16 @@ def ingest(view: StateView, doc: PreparedDoc, settings: Settings) -> list[Event]
     return ingest_batch(view, [doc], settings)
 
 
-def _join(view: StateView, me: DocRef, matches: list[Match]) -> list[Event]:
-    """Union the new document with every match; the oldest matched cluster keeps its id."""
+def _join(view: StateView, me: DocRef, matches: list[tuple[int, str, Estimate]]) -> list[Event]:
+    """Union the new document with every match (doc id, method, estimate); the oldest matched
+    cluster keeps its id. Only the best match is named, so only its record is read."""
     clusters = view.clusters
-    roots = {clusters.find(match.cluster) for match in matches}
+    roots = {clusters.find(doc_id) for doc_id, _, _ in matches}
     ordered = sorted(roots, key=clusters.age)
     survivor = ordered[0]
     size = clusters.merge(survivor, me.doc_id)
-    best = max(
-        matches, key=lambda m: (m.estimate.resemblance, m.estimate.containment, -m.doc.doc_id)
+    best_id, method, estimate = max(
+        matches, key=lambda m: (m[2].resemblance, m[2].containment, -m[0])
     )
     merged: list[Event] = []
     for retired in ordered[1:]:
@@ -289,13 +290,12 @@ def _join(view: StateView, me: DocRef, matches: list[Match]) -> list[Event]:
                 survivor, retired, size, me, _ref_of(view, survivor), _ref_of(view, retired)
             )
         )
-    view.counters.add("duplicates")
     duplicate = Duplicate(
         me,
-        best.doc,
-        best.method,
-        best.estimate.resemblance,
-        best.estimate.containment,
+        _ref_of(view, best_id),  # stored: stores go in order, and matches are earlier ones
+        method,
+        estimate.resemblance,
+        estimate.containment,
         survivor,
         size,
     )
@@ -327,15 +327,13 @@ def find_similar(
     candidates = view.super_shingles.candidates(super_keys) | view.short_shingles.candidates(
         shingle_keys
     )
-    for match in _verify_all(view, [(doc, candidates)], settings, 0.0)[0]:
-        e = match.estimate
+    for candidate, e in _verify_all(view, [(doc, candidates)], settings, 0.0)[0]:
         if (
-            match.doc.doc_id not in matches
+            candidate not in matches
             and max(e.resemblance, e.containment, e.containment_reverse) >= floor
         ):
-            matches[match.doc.doc_id] = Match(
-                match.doc, match.method, e, view.clusters.find(match.doc.doc_id)
-            )
+            ref = _ref_of(view, candidate)
+            matches[candidate] = Match(ref, "near", e, view.clusters.find(candidate))
     return sorted(
         matches.values(),
         key=lambda m: (-m.estimate.resemblance, -m.estimate.containment, m.doc.doc_id),
