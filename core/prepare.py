@@ -13,7 +13,7 @@ from .canonical import Tokenizer, visible_text
 from .records import Page
 from .settings import Settings
 from .shingles import shingle_sets, top_bits
-from .sketch import Sketch
+from .sketch import Sketch, sketch_family
 from .supershingles import super_shingles
 
 __all__ = ["Fingerprints", "PreparedDoc", "Preparer"]
@@ -75,28 +75,27 @@ class Preparer:
         )
         sets = shingle_sets(tokens, settings.shingle_size, settings.seed)
         bands = super_shingles(sets, settings)
+        family = sketch_family(settings)
+        short_limit, short_index_limit = settings.short_limit, settings.short_index_limit
+        bounds = tokens.offsets.tolist()
         prepared = []
         for index, page in enumerate(pages):
             shingles = sets[index]
             count = len(shingles)
-            stream = tokens.of(index)
+            stream = tokens.hashes[bounds[index] : bounds[index + 1]]
             prepared.append(
                 PreparedDoc(
-                    page=page,
-                    doc_id=page.doc_id,
-                    fingerprints=Fingerprints(
-                        raw=xxhash.xxh3_64_intdigest(page.content.encode("utf-8")),
-                        canonical=xxhash.xxh3_64_intdigest(stream.tobytes()) if count else None,
-                        shingle_set=xxhash.xxh3_64_intdigest(shingles.tobytes()) if count else None,
+                    page,
+                    page.doc_id,
+                    Fingerprints(
+                        xxhash.xxh3_64_intdigest(page.content.encode("utf-8")),
+                        xxhash.xxh3_64_intdigest(stream.data) if count else None,  # no copies
+                        xxhash.xxh3_64_intdigest(shingles.data) if count else None,
                     ),
-                    sketch=Sketch.from_shingles(shingles, settings),
-                    super_shingles=bands[index]
-                    if count >= settings.short_limit
-                    else _NO_SUPER_SHINGLES,
-                    shingle_keys=drop_repeats(
-                        top_bits(shingles[: settings.short_index_prefix(count)])
-                    )
-                    if 0 < count < settings.short_index_limit
+                    Sketch.from_shingles(shingles, settings, family),
+                    bands[index] if count >= short_limit else _NO_SUPER_SHINGLES,
+                    drop_repeats(top_bits(shingles[: settings.short_index_prefix(count)]))
+                    if 0 < count < short_index_limit
                     else _NO_SHINGLE_KEYS,
                 )
             )

@@ -7,6 +7,8 @@ shingle, made of all its tokens, so that very short documents can still be compa
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import numpy.typing as npt
 
@@ -30,8 +32,7 @@ def shingle_sets(tokens: TokenBatch, shingle_size: int, seed: int) -> list[U64]:
         combined = combined * base + hashes[j : j + windows]
     fingerprints = fmix64(combined ^ mix)
     sets: list[U64] = []
-    for index in range(len(offsets) - 1):
-        start, end = int(offsets[index]), int(offsets[index + 1])
+    for start, end in pairwise(offsets.tolist()):
         count = end - start
         if count >= shingle_size:
             sets.append(unique_sorted(fingerprints[start : end - shingle_size + 1]))

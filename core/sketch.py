@@ -39,7 +39,8 @@ __all__ = [
 ]
 
 U32 = npt.NDArray[np.uint32]
-_NO_CUTOFF = (1 << 32) - 1  # the largest 32-bit value: a complete sketch keeps every value
+_NO_CUTOFF = (1 << 32) - 1
+_HIGH = np.uint64(32)  # the largest 32-bit value: a complete sketch keeps every value
 #: pairs estimated in one vectorised pass: at s = 256 each temporary (int64, both sides) is
 #: 2 MB, and about eight are alive at once
 _PAIRS_PER_CALL = 512
@@ -60,17 +61,19 @@ class Sketch:
     family: int
 
     @classmethod
-    def from_shingles(cls, fingerprints: npt.NDArray[np.uint64], settings: Settings) -> Sketch:
-        """Sketch of a sorted, unique array of shingle fingerprints."""
+    def from_shingles(
+        cls, fingerprints: npt.NDArray[np.uint64], settings: Settings, family: int | None = None
+    ) -> Sketch:
+        """Sketch of a sorted, unique array of shingle fingerprints (``family``: the
+        settings' ``sketch_family``, when the caller already has it)."""
+        size = settings.sample_size
         # the high bits of an ascending array are ascending: no sort needed
-        high = drop_repeats(
-            (fingerprints[: 2 * settings.sample_size] >> np.uint64(32)).astype(np.uint32)
-        )
+        high = drop_repeats((fingerprints[: 2 * size] >> _HIGH).astype(np.uint32))
         return cls(
-            values=high[: settings.sample_size],
-            shingle_count=len(fingerprints),
-            sample_size=settings.sample_size,
-            family=sketch_family(settings),
+            high[:size],
+            len(fingerprints),
+            size,
+            sketch_family(settings) if family is None else family,
         )
 
     @property
