@@ -54,17 +54,21 @@ def looks_like_html(content: str, content_type: str = "") -> bool:
     return head.startswith("<") and _HTML_SNIFF.search(head) is not None
 
 
-def html_to_text(html: str) -> str:
-    """The visible text of an HTML document, with scripts, styles and templates dropped."""
+def html_to_text(html: str | bytes) -> str:
+    """The visible text of an HTML document (text, or its UTF-8 bytes), with scripts, styles
+    and templates dropped."""
     tree = LexborHTMLParser(html)
     tree.strip_tags(_DROPPED_ELEMENTS)
     root = tree.root
     return "" if root is None else str(root.text(separator=" "))
 
 
-def visible_text(content: str, content_type: str = "") -> str:
-    """Markup removed, when the content is HTML; the tokenizer folds case."""
-    return html_to_text(content) if looks_like_html(content, content_type) else content
+def visible_text(content: str, content_type: str = "", encoded: bytes | None = None) -> str:
+    """Markup removed, when the content is HTML; the tokenizer folds case. ``encoded``: the
+    content's UTF-8 bytes, when the caller has them (the parser reads bytes)."""
+    if not looks_like_html(content, content_type):
+        return content
+    return html_to_text(content if encoded is None else encoded)
 
 
 def to_canonical_text(content: str, content_type: str = "") -> str:

@@ -69,9 +69,13 @@ class Preparer:
 
     def prepare(self, pages: list[Page]) -> list[PreparedDoc]:
         settings = self.settings
+        encoded = [page.content.encode("utf-8") for page in pages]
         # case is folded by the tokenizer, in numpy (the same as str.casefold, without the GIL)
         tokens = self._tokenizer.hash_batch(
-            [visible_text(page.content, page.content_type) for page in pages]
+            [
+                visible_text(page.content, page.content_type, raw)
+                for page, raw in zip(pages, encoded, strict=True)
+            ]
         )
         sets = shingle_sets(tokens, settings.shingle_size, settings.seed)
         bands = super_shingles(sets, settings)
@@ -88,7 +92,7 @@ class Preparer:
                     page,
                     page.doc_id,
                     Fingerprints(
-                        xxhash.xxh3_64_intdigest(page.content.encode("utf-8")),
+                        xxhash.xxh3_64_intdigest(encoded[index]),
                         xxhash.xxh3_64_intdigest(stream.data) if count else None,  # no copies
                         xxhash.xxh3_64_intdigest(shingles.data) if count else None,
                     ),

@@ -132,3 +132,9 @@ def test_fold_table_is_casefold_of_every_code_point() -> None:
             assert table[code] == ord(folded) + 1
         else:
             assert table[code] == 0
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
+def test_html_text_is_the_same_from_text_and_from_its_bytes(fragment: str) -> None:
+    html = f"<html><body><p>{fragment}</p><script>x</script>{fragment}</body></html>"
+    assert html_to_text(html) == html_to_text(html.encode("utf-8"))
