@@ -244,19 +244,21 @@ def test_a_worker_killed_mid_stream_is_replaced_without_changing_the_clusters(
     expected = _embedded_partition(lines)
     with deployment(broker, tmp_path) as run:
         first = run.start_worker("w1")
-        half = len(lines) // 2
-        run.publish(lines[:half])
+        third = len(lines) // 3
+        run.publish(lines[:third])
         run.wait_for_events()  # kill it while it works, once it has produced something
         if replacement == "second-worker":
             run.start_worker("w2")
             time.sleep(8)  # w2 joins the group
             run.kill(first)
-            run.publish(lines[half:])
+            run.publish(lines[third:])
         else:
-            run.publish(lines[half:])
+            run.publish(lines[third : 2 * third])
             time.sleep(0.3)
             run.kill(first)
             run.start_worker({"same-state": "w1", "fresh-state": "w2"}[replacement])
+            # w1 may have finished before it died: the replacement must have work of its own
+            run.publish(lines[2 * third :])
         assert run.wait_for(expected) == expected
         dead = run.read(run.dead_letters)
         assert _documents_seen(run) + len({json.dumps(d, sort_keys=True) for d in dead}) == len(
