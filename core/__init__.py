@@ -13,6 +13,8 @@ from .exceptions import (
     SketchMismatchError,
     StateError,
 )
+from .length_filter import may_resemble, size_class
+from .prefix_filter import short_pairs_kept
 from .prepare import Fingerprints, PreparedDoc, Preparer
 from .records import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -51,10 +53,13 @@ __all__ = [
     "estimate_pairs",
     "html_to_text",
     "looks_like_html",
+    "may_resemble",
     "normalise_fetched_at",
     "page_from_json",
     "page_from_mapping",
     "shingle_sets",
+    "short_pairs_kept",
+    "size_class",
     "sketch_family",
     "super_shingles",
     "to_canonical_text",

@@ -45,9 +45,9 @@ class PreparedDoc:
     doc_id: int
     fingerprints: Fingerprints
     sketch: Sketch
-    #: b super-shingles, or none for a short document
+    #: b super-shingles, or none for a document below ``Settings.super_shingle_limit``
     super_shingles: U64
-    #: for documents below ``Settings.short_index_limit``, the high 32 bits of their first
+    #: for short documents (below ``Settings.short_limit``), the high 32 bits of their first
     #: ``Settings.short_index_prefix`` shingles (smallest fingerprints first)
     shingle_keys: npt.NDArray[np.uint32]
 
@@ -57,6 +57,7 @@ class PreparedDoc:
 
     @property
     def is_short(self) -> bool:
+        """True for a document without super-shingles (too small to be banded)."""
         return bool(len(self.super_shingles) == 0)
 
 
@@ -80,7 +81,7 @@ class Preparer:
         sets = shingle_sets(tokens, settings.shingle_size, settings.seed)
         bands = super_shingles(sets, settings)
         family = sketch_family(settings)
-        short_limit, short_index_limit = settings.short_limit, settings.short_index_limit
+        short_limit, super_limit = settings.short_limit, settings.super_shingle_limit
         bounds = tokens.offsets.tolist()
         prepared = []
         for index, page in enumerate(pages):
@@ -97,9 +98,9 @@ class Preparer:
                         xxhash.xxh3_64_intdigest(shingles.data) if count else None,
                     ),
                     Sketch.from_shingles(shingles, settings, family),
-                    bands[index] if count >= short_limit else _NO_SUPER_SHINGLES,
+                    bands[index] if count >= super_limit else _NO_SUPER_SHINGLES,
                     drop_repeats(top_bits(shingles[: settings.short_index_prefix(count)]))
-                    if 0 < count < short_index_limit
+                    if 0 < count < short_limit
                     else _NO_SHINGLE_KEYS,
                 )
             )

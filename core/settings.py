@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from .exceptions import SettingsError
@@ -20,37 +21,39 @@ DEFAULT_SEED = 0x6E6561726475_70
 TokenUnit = Literal["word", "character"]
 
 
-def candidate_probability(resemblance: float, bands: int, rows: int) -> float:
-    """Probability that two documents of this resemblance share at least one super-shingle.
+def candidate_probability(resemblance: float, bands: int, rows: int, min_shared: int = 1) -> float:
+    """Probability that two documents of this resemblance share at least ``min_shared`` of
+    their super-shingles.
 
-    The S-curve of banding: 1 - (1 - J**rows)**bands.
+    Each band agrees with probability p = J**rows, so the number of shared bands is binomial
+    (bands, p); with one band needed this is the S-curve 1 - (1 - J**rows)**bands.
     """
-    return 1.0 - (1.0 - resemblance**rows) ** bands
+    hit = resemblance**rows
+    if min_shared <= 0:
+        return 1.0
+    if hit >= 1.0:
+        return 1.0 if min_shared <= bands else 0.0
+    below = sum(
+        math.comb(bands, shared) * hit**shared * (1.0 - hit) ** (bands - shared)
+        for shared in range(min(min_shared, bands + 1))
+    )
+    return max(0.0, 1.0 - below)
 
 
-def choose_bands(num_bins: int, threshold: float, max_false_negative: float) -> tuple[int, int]:
+@lru_cache(maxsize=64)
+def choose_bands(
+    num_bins: int, threshold: float, max_false_negative: float, min_shared: int = 1
+) -> tuple[int, int]:
     """Pick (bands, rows) for a threshold: the most rows (fewest spurious candidates) for which
-    some number of bands within ``num_bins`` keeps the false-negative probability at the
-    threshold within ``max_false_negative``, and for those rows the fewest bands that do (each
-    band is one index entry per document: more bands cost time and disk, not accuracy)."""
+    some number of bands within ``num_bins`` keeps the probability that a pair at the threshold
+    shares fewer than ``min_shared`` bands within ``max_false_negative``, and for those rows the
+    fewest bands that do (each band is one index entry per document: more bands cost time and
+    disk, not accuracy). When nothing fits, every bin is a band of one row."""
     for rows in range(num_bins, 0, -1):
-        hit = threshold**rows
-        if hit >= 1.0:
-            return 1, rows
-        if hit <= 0.0:
-            continue
-        bands = max(1, math.ceil(math.log(max_false_negative) / math.log1p(-hit)))
-        if bands * rows > num_bins:
-            continue
-        while (
-            bands > 1
-            and 1.0 - candidate_probability(threshold, bands - 1, rows) <= max_false_negative
-        ):
-            bands -= 1  # guard against rounding in the logarithms
-        while bands * rows <= num_bins:
-            if 1.0 - candidate_probability(threshold, bands, rows) <= max_false_negative:
+        for bands in range(min_shared, num_bins // rows + 1):
+            missed = 1.0 - candidate_probability(threshold, bands, rows, min_shared)
+            if missed <= max_false_negative:
                 return bands, rows
-            bands += 1
     return num_bins, 1
 
 
@@ -85,14 +88,19 @@ class Settings:
     rows: int | None = None
     #: The largest false-negative probability at the threshold that ``choose_bands`` accepts.
     max_false_negative: float = 0.05
-    #: Documents with fewer shingles than this are "short": they skip super-shingles and are
-    #: found through an index of their individual shingles instead.
+    #: Documents with fewer shingles than this are "short": they are compared with each other
+    #: exactly, through an index of their individual shingles (see ``super_shingle_limit``).
     short_limit: int = 100
     #: A posting list (super-shingle or short-document shingle) stops growing at this many
     #: documents and its key is recorded as a stop key (Broder's "very common shingles").
     posting_cap: int = 1000
     #: Seed of every hash; see ``DEFAULT_SEED``.
     seed: int = DEFAULT_SEED
+    #: m, the super-shingles two documents must share to become candidates. Pairs far below
+    #: the threshold share one band by chance far more often than two, and their number per
+    #: document grows with the corpus; with m = 2 the bands are chosen so that a pair at the
+    #: threshold still shares two with probability 1 - ``max_false_negative``.
+    min_shared_bands: int = 2
     _bands_rows: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -132,12 +140,6 @@ class Settings:
             f"sample_size ({self.sample_size}) so that short documents are compared exactly",
         )
         _require(
-            math.ceil(self.short_limit / self.threshold) <= 65536,
-            f"short_limit={self.short_limit!r} over threshold={self.threshold!r} indexes "
-            "documents of more than 65535 shingles as short: lower short_limit or raise the "
-            "threshold",
-        )
-        _require(
             isinstance(self.posting_cap, int) and self.posting_cap >= 2,
             f"posting_cap={self.posting_cap!r} is too small: use an integer of at least 2",
         )
@@ -145,8 +147,19 @@ class Settings:
             isinstance(self.seed, int) and 0 <= self.seed < 2**64,
             f"seed={self.seed!r} is out of range: use an integer from 0 to 2**64 - 1",
         )
+        _require(
+            isinstance(self.min_shared_bands, int) and 1 <= self.min_shared_bands <= self.num_bins,
+            f"min_shared_bands={self.min_shared_bands!r} is out of range: use an integer from 1 "
+            f"to num_bins ({self.num_bins}); 2, the default, drops pairs that meet under one "
+            "band by chance",
+        )
         if self.bands is None and self.rows is None:
-            chosen = choose_bands(self.num_bins, float(self.threshold), self.max_false_negative)
+            chosen = choose_bands(
+                self.num_bins,
+                float(self.threshold),
+                self.max_false_negative,
+                self.min_shared_bands,
+            )
         else:
             _require(
                 isinstance(self.bands, int)
@@ -159,6 +172,11 @@ class Settings:
                 "choose them from the threshold",
             )
             chosen = (int(self.bands or 0), int(self.rows or 0))
+            _require(
+                self.min_shared_bands <= chosen[0],
+                f"min_shared_bands={self.min_shared_bands!r} is more than bands={self.bands!r}: "
+                "no pair could ever share that many; lower min_shared_bands or add bands",
+            )
         object.__setattr__(self, "_bands_rows", chosen)
 
     @property
@@ -172,14 +190,14 @@ class Settings:
         return self._bands_rows[1]
 
     @property
-    def short_index_limit(self) -> int:
-        """Documents with fewer shingles than this use the short-document shingle index.
+    def super_shingle_limit(self) -> int:
+        """Documents with at least this many shingles get super-shingles.
 
-        A document of n shingles can reach resemblance T only with documents of at least
-        T*n and at most n/T shingles, so every document that a short one may resemble lies
-        below short_limit / T.
+        A short document of n < short_limit shingles can resemble one of short_limit or more
+        only when n >= T * short_limit, so the documents from there up are banded; pairs of
+        two short documents are left to the exact short-document index.
         """
-        return math.ceil(self.short_limit / self.threshold)
+        return max(1, math.ceil(self.threshold * self.short_limit - 1e-9))
 
     def short_index_prefix(self, shingle_count: int) -> int:
         """How many of a short document's shingles (smallest fingerprints first) it indexes.
@@ -213,8 +231,11 @@ class Settings:
         return max(1, overlap - indexed_elsewhere + 1)
 
     def false_negative_probability(self, resemblance: float) -> float:
-        """Probability that a pair of this resemblance is never proposed as a candidate."""
-        return 1.0 - candidate_probability(resemblance, self.band_count, self.rows_per_band)
+        """Probability that a pair of this resemblance is never proposed as a candidate (shares
+        fewer than ``min_shared_bands`` super-shingles)."""
+        return 1.0 - candidate_probability(
+            resemblance, self.band_count, self.rows_per_band, self.min_shared_bands
+        )
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with some fields changed (validated again)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -12,9 +13,13 @@ from neardup.core import StateError
 from neardup.core.records import format_fetched_at
 
 __all__ = [
+    "MAX_POSITION",
     "NO_TIME",
+    "SHORT_ENTRY",
+    "SUPER_ENTRY",
     "ClusterInfo",
     "DocRecord",
+    "EntryLayout",
     "Postings",
     "decode_id",
     "encode_id",
@@ -23,13 +28,12 @@ __all__ = [
 ]
 
 _ID = struct.Struct(">Q")  # big-endian, so that keys sort by id
-_SIZE = struct.Struct(">H")
 _DOC_HEAD = struct.Struct(
     "<BBqIQH"
 )  # version, flags, fetched_at micros, shingle count, duplicate of, url length
 _CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
-_STOP_MARK = b"\xff"
-_POSTING_WIDTH = {False: 8, True: 10}  # an id, plus a 2-byte shingle count in a sized index
+_STOP_MARK = b"\xff\xff"  # + 8 bytes: 10, a length no list of entries has
+MAX_POSITION = 255
 _VERSION = 1
 NO_TIME = -(2**63)  # the micros of a missing fetched_at: older than any time
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -155,56 +159,58 @@ class ClusterInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class EntryLayout:
+    """What a posting list keeps of each document, in ``packer``'s order: its id, a size, and
+    (``positions``) the position of the key among the document's own keys."""
+
+    dtype: np.dtype[Any]
+    packer: struct.Struct
+    positions: bool
+
+    def pack(self, doc_id: int, size: int, position: int = 0) -> bytes:
+        if self.positions:
+            return self.packer.pack(doc_id, size, min(position, MAX_POSITION))
+        return self.packer.pack(doc_id, size)
+
+
+#: super-shingle entries: the id and a one-byte size class (``neardup.core.length_filter``)
+SUPER_ENTRY = EntryLayout(np.dtype([("id", ">u8"), ("size", "u1")]), struct.Struct(">QB"), False)
+#: short-document entries: the id, the shingle count and the key's position (``MAX_POSITION``
+#: for any later one: a smaller position only loosens the positional filter)
+SHORT_ENTRY = EntryLayout(
+    np.dtype([("id", ">u8"), ("size", ">u2"), ("position", "u1")]),
+    struct.Struct(">QHB"),
+    True,
+)
+
+
+@dataclass(frozen=True, slots=True)
 class Postings:
     """A posting list, or a stop key (too common: its documents are no longer kept).
 
-    Layout: a plain list is its 8-byte ids, then in a sized index the 2-byte shingle count of
-    each (no header, since most lists hold one document); a stop key is a marker byte and the
-    8-byte request count. Plain tuples, not arrays: most lists are short, and struct packs
-    them faster than numpy can set up.
+    Layout, no header (most lists hold one document): its entries (``EntryLayout``), oldest
+    first. A list is appended to by concatenating bytes and read as one numpy array. A stop
+    key is a 2-byte marker and the 8-byte count of documents that carried the key.
     """
 
-    doc_ids: tuple[int, ...]
+    #: one row per document, oldest first (items of the layout's dtype)
+    entries: npt.NDArray[Any]
     stopped: bool
     requests: int  # how many documents have carried this key
-    #: the shingle count of each document, in a sized index
-    sizes: tuple[int, ...] | None = None
 
-    def encode(self) -> bytes:
-        if self.stopped:
-            return _STOP_MARK + self.requests.to_bytes(8, "big")
-        count = len(self.doc_ids)
-        ids = struct.pack(f">{count}Q", *self.doc_ids)
-        return ids if self.sizes is None else ids + struct.pack(f">{count}H", *self.sizes)
+    @property
+    def doc_ids(self) -> npt.NDArray[np.uint64]:
+        return self.entries["id"].astype(np.uint64)
+
+    @staticmethod
+    def stop(requests: int) -> bytes:
+        return _STOP_MARK + requests.to_bytes(8, "big")
 
     @classmethod
-    def decode(cls, raw: bytes, sized: bool = False) -> Postings:
-        listed = cls.entries(raw, sized)
-        if listed is not None:
-            ids, sizes = listed
-            return cls(ids, False, len(ids), sizes if sized else None)
-        if raw[:1] != _STOP_MARK or len(raw) != 9:
-            raise StateError(f"a stored posting list of {len(raw)} bytes is corrupt")
-        return cls((), True, int.from_bytes(raw[1:], "big"))
-
-    @staticmethod
-    def entries(
-        raw: bytes, sized: bool = False
-    ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-        """``decode`` without the object, for the posting loop: (ids, sizes) of a plain list
-        (sizes empty outside a sized index), or ``None`` for what is not one."""
-        width = _POSTING_WIDTH[sized]
-        if len(raw) % width:
-            return None
-        count = len(raw) // width
-        ids = struct.unpack_from(f">{count}Q", raw)
-        return ids, struct.unpack_from(f">{count}H", raw, 8 * count) if sized else ()
-
-    @staticmethod
-    def appended(raw: bytes, doc_id: int, size: int | None = None) -> bytes:
-        """The encoding of the plain list ``raw`` with one more document (and its shingle
-        count, in a sized index), made from the bytes without decoding them."""
-        if size is None:
-            return raw + _ID.pack(doc_id)
-        head = 8 * (len(raw) // _POSTING_WIDTH[True])
-        return raw[:head] + _ID.pack(doc_id) + raw[head:] + _SIZE.pack(size)
+    def decode(cls, raw: bytes, layout: EntryLayout) -> Postings:
+        if len(raw) % layout.dtype.itemsize:
+            if raw[:2] != _STOP_MARK or len(raw) != 10:
+                raise StateError(f"a stored posting list of {len(raw)} bytes is corrupt")
+            return cls(np.zeros(0, layout.dtype), True, int.from_bytes(raw[2:], "big"))
+        entries = np.frombuffer(raw, layout.dtype)
+        return cls(entries, False, len(entries))

@@ -10,7 +10,7 @@ from .transaction import Transaction
 __all__ = ["FORMAT_VERSION", "Counters", "check_or_store_settings"]
 
 #: Bumped whenever a stored layout changes incompatibly.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 4
 
 
 def check_or_store_settings(store: Store, settings: Settings | None) -> Settings:

@@ -3,39 +3,106 @@
 Posting lists are capped: when a key has been carried by ``cap`` documents it becomes a stop
 key (Broder's "very common shingles": boilerplate, templates). A stop key keeps no documents,
 proposes no candidates, and counts how often it was asked for, for ``neardup stats``.
+
+Lists grow with the corpus, and so does what a document meets in them. So a batch meets its
+lists in one pass: each list is read as one numpy array, appended to as bytes, and what every
+document met is grouped with one sort over the whole batch; no Python runs per entry met.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
-from .codec import Postings
+import numpy as np
+import numpy.typing as npt
+
+from .codec import EntryLayout, Postings
 from .transaction import Transaction
 
 __all__ = ["Meetings", "PostingIndex"]
 
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+
+
+@dataclass(frozen=True, slots=True)
+class Meetings:
+    """What a batch of documents met under their keys: one row per (document, earlier
+    document) pair, the rows of document i at ``rows(i)``.
+
+    Per row: the earlier document (``doc_ids``), how many of the document's keys it shared
+    (``shared``), the size its entry keeps (``sizes``: a shingle count or a size class) and,
+    for the last key it shared, that key's position among the document's keys (``last``) and,
+    in an index that keeps positions, among its own (``last_other``). Per document: how many
+    of its keys were stop keys (``stopped``), each of which may hide one more shared key.
+    """
+
+    starts: I64
+    doc_ids: U64
+    shared: I64
+    sizes: I64
+    last: I64
+    last_other: I64
+    stopped: I64
+
+    def rows(self, index: int) -> slice:
+        return slice(int(self.starts[index]), int(self.starts[index + 1]))
+
+    def met(self, index: int) -> set[int]:
+        """Every earlier document document ``index`` met."""
+        return set(self.doc_ids[self.rows(index)].tolist())
+
+    def owners(self) -> I64:
+        """The document (its index in the batch) of each row."""
+        owners: I64 = np.repeat(np.arange(len(self.starts) - 1), np.diff(self.starts))
+        return owners
+
+    def chosen(self, keep: npt.NDArray[np.bool_]) -> list[set[int]]:
+        """For each document, the earlier documents of its rows where ``keep`` holds."""
+        return [
+            set(self.doc_ids[rows][keep[rows]].tolist())
+            for rows in map(self.rows, range(len(self.starts) - 1))
+        ]
+
 
 @dataclass(slots=True)
-class Meetings:
-    """What one document met under its keys: the earlier documents, how many of its keys each
-    shared, their shingle counts (in a sized index), and how many of its keys were stop keys
-    (each may hide one more shared key)."""
+class _Met:
+    """The entries one document met under one key (encoded), and the key's position among the
+    document's keys."""
 
-    shared: dict[int, int] = field(default_factory=dict)  # (plain dicts: made per document)
-    sizes: dict[int, int] = field(default_factory=dict)
-    stopped: int = 0
+    entries: bytes
+    owner: int
+    position: int
+
+
+class _Batch:
+    """The documents being added, and how their entries are packed."""
+
+    def __init__(self, doc_ids: Sequence[int], sizes: Sequence[int], layout: EntryLayout):
+        self.doc_ids = doc_ids
+        self._sizes = sizes
+        self._layout = layout
+        # most keys are posted without a position: one entry per document serves them all
+        self._plain = [layout.pack(d, s) for d, s in zip(doc_ids, sizes, strict=True)]
+
+    def entry(self, owner: int, position: int) -> bytes:
+        if position and self._layout.positions:
+            return self._layout.pack(self.doc_ids[owner], self._sizes[owner], position)
+        return self._plain[owner]
 
 
 class PostingIndex:
-    """``sized``: each entry also keeps its document's shingle count, so that candidates can be
-    filtered by size and shared keys before their sketches are read."""
+    """Each entry keeps its document's id and a size (``layout``), so that candidates can be
+    filtered before their sketches are read, and where the layout says so the key's position
+    among the document's keys (``neardup.core.prefix_filter``)."""
 
-    def __init__(self, tx: Transaction, table: str, cap: int, sized: bool = False) -> None:
+    def __init__(self, tx: Transaction, table: str, cap: int, layout: EntryLayout) -> None:
         self._tx = tx
         self._table = table
         self._cap = cap
-        self._sized = sized
+        self._layout = layout
 
     def prefetch(self, keys: Sequence[bytes]) -> None:
         self._tx.prefetch(self._table, keys)
@@ -45,131 +112,120 @@ class PostingIndex:
         found: set[int] = set()
         for raw in self._tx.get_many(self._table, keys):
             if raw is not None:
-                postings = Postings.decode(raw, self._sized)
-                if not postings.stopped:
-                    found.update(postings.doc_ids)
+                found.update(Postings.decode(raw, self._layout).doc_ids.tolist())
         return found
 
-    def add(self, keys: Sequence[bytes], doc_id: int, size: int = 0) -> set[int]:
+    def add(self, keys: Sequence[bytes], doc_id: int, size: int) -> set[int]:
         """Add a document under each key; returns the documents that were already there."""
-        return set(self.meet_batch([keys], [doc_id], [size])[0].shared)
-
-    def add_batch(
-        self,
-        key_lists: Sequence[Sequence[bytes]],
-        doc_ids: Sequence[int],
-        sizes: Sequence[int] | None = None,
-    ) -> list[set[int]]:
-        """``add`` for many documents in order (see ``meet_batch``)."""
-        return [set(met.shared) for met in self.meet_batch(key_lists, doc_ids, sizes)]
+        return self.meet_batch([keys], [doc_id], [size]).met(0)
 
     def meet_batch(
         self,
         key_lists: Sequence[Sequence[bytes]],
         doc_ids: Sequence[int],
-        sizes: Sequence[int] | None = None,
-    ) -> list[Meetings]:
-        """Add documents in order, each under its keys (with its shingle count in a sized
-        index); for each, what it met there (earlier ones of the batch included): the same
-        as adding them one by one."""
-        if self._sized and (sizes is None or len(sizes) != len(doc_ids)):
-            raise ValueError(f"the sized index {self._table!r} needs a shingle count per document")
-        counts = sizes if self._sized and sizes is not None else [None] * len(doc_ids)
-        # a one-document list per document, as encoded under a key it is the first to carry
-        entries = [
-            Postings((doc_id,), False, 1, None if count is None else (count,)).encode()
-            for doc_id, count in zip(doc_ids, counts, strict=True)
-        ]
-        # each key's first carrier; keys carried more than once in the batch apart
-        first: dict[bytes, int] = {}
-        repeated: dict[bytes, list[int]] = {}
+        sizes: Sequence[int],
+    ) -> Meetings:
+        """Add documents in order, each under its keys with its size (and each key's position
+        in its list, where the layout keeps it); what each met there (earlier ones of the batch
+        included): the same as adding them one by one."""
+        if len(sizes) != len(doc_ids):
+            raise ValueError(f"the index {self._table!r} needs a size per document")
+        carriers: dict[bytes, list[tuple[int, int]]] = {}
         for owner, keys in enumerate(key_lists):
-            for key in keys:
-                if key in first:
-                    repeated.setdefault(key, [first[key]]).append(owner)
-                else:
-                    first[key] = owner
-        unique = list(first)
+            for position, key in enumerate(keys):
+                carriers.setdefault(key, []).append((owner, position))
+        unique = list(carriers)
         stored = self._tx.get_many(self._table, unique)
-        met = [Meetings() for _ in doc_ids]
+        met: list[_Met] = []
+        stopped = np.zeros(len(doc_ids), np.int64)
         first_seen: dict[bytes, bytes] = {}
+        batch = _Batch(doc_ids, sizes, self._layout)
         for key, raw in zip(unique, stored, strict=True):
-            if key in repeated:
-                self._add_in_order(key, raw, repeated[key], doc_ids, sizes, met)
-            elif raw is None:  # the common case: a key seen for the first time
-                first_seen[key] = entries[first[key]]
+            owners = carriers[key]
+            if raw is None and len(owners) == 1:  # the common case: a key seen for the first time
+                first_seen[key] = batch.entry(*owners[0])
             else:
-                self._add_one(key, raw, first[key], doc_ids, sizes, met)
+                self._add_in_order(key, raw, owners, batch, met, stopped)
         self._tx.put_many(self._table, first_seen)
-        return met
-
-    def _add_one(
-        self,
-        key: bytes,
-        raw: bytes,
-        owner: int,
-        doc_ids: Sequence[int],
-        sizes: Sequence[int] | None,
-        met: list[Meetings],
-    ) -> None:
-        """``_add_in_order`` for the common case of one carrier and a stored list that stays
-        a list: the entry is appended to the stored bytes, without decoding them all."""
-        doc_id = doc_ids[owner]
-        listed = Postings.entries(raw, self._sized)
-        if listed is None or len(listed[0]) + 1 >= self._cap or doc_id in listed[0]:
-            # a stop key, one about to become one, or a replay (it meets the same again)
-            self._add_in_order(key, raw, [owner], doc_ids, sizes, met)
-            return
-        ids, known = listed
-        meetings = met[owner]
-        shared = meetings.shared
-        for other in ids:
-            shared[other] = shared.get(other, 0) + 1
-        size = None
-        if self._sized and sizes is not None:
-            meetings.sizes.update(zip(ids, known, strict=True))
-            size = sizes[owner]
-        self._tx.put(self._table, key, Postings.appended(raw, doc_id, size))
+        return self._group(met, len(doc_ids), stopped)
 
     def _add_in_order(
         self,
         key: bytes,
         raw: bytes | None,
-        owners: list[int],
-        doc_ids: Sequence[int],
-        sizes: Sequence[int] | None,
-        met: list[Meetings],
+        owners: list[tuple[int, int]],
+        batch: _Batch,
+        met: list[_Met],
+        stopped: I64,
     ) -> None:
-        postings = Postings.decode(raw, self._sized) if raw is not None else None
+        postings = Postings.decode(raw, self._layout) if raw is not None else None
         if postings is not None and postings.stopped:
-            for owner in owners:
-                met[owner].stopped += 1
+            for owner, _ in owners:
+                stopped[owner] += 1
             self._mark_stop(key, postings.requests + len(owners))
             return
-        ids = [] if postings is None else list(postings.doc_ids)
-        counts = [] if postings is None else list(postings.sizes or ())
-        for position, owner in enumerate(owners):
-            doc_id = doc_ids[owner]
-            seen = ids.index(doc_id) if doc_id in ids else len(ids)  # a replay meets the same
-            meetings = met[owner]
-            shared = meetings.shared
-            for other in ids[:seen]:
-                shared[other] = shared.get(other, 0) + 1
-            if self._sized:
-                meetings.sizes.update(zip(ids[:seen], counts[:seen], strict=True))
-            if seen < len(ids):
+        # bytes, not arrays: most lists are short, and numpy's set-up would cost more
+        value = raw or b""
+        width = self._layout.dtype.itemsize
+        for index, (owner, position) in enumerate(owners):
+            seen = _index_of(batch.doc_ids[owner], value, width)
+            if seen is not None:  # a replay meets the same documents as the first time
+                met.append(_Met(value[: seen * width], owner, position))
                 continue
-            ids.append(doc_id)
-            if sizes is not None and self._sized:
-                counts.append(sizes[owner])
-            if len(ids) >= self._cap:  # later carriers in the batch still count as requests
-                for later in owners[position + 1 :]:
-                    met[later].stopped += 1
-                self._mark_stop(key, len(ids) + len(owners) - 1 - position)
+            met.append(_Met(value, owner, position))
+            value += batch.entry(owner, position)
+            if len(value) >= self._cap * width:  # later carriers in the batch still count
+                for later, _ in owners[index + 1 :]:
+                    stopped[later] += 1
+                self._mark_stop(key, len(value) // width + len(owners) - 1 - index)
                 return
-        kept = tuple(counts) if self._sized else None
-        self._tx.put(self._table, key, Postings(tuple(ids), False, len(ids), kept).encode())
+        self._tx.put(self._table, key, value)
+
+    def _group(self, met: list[_Met], documents: int, stopped: I64) -> Meetings:
+        """One row per (document, earlier document): how many keys they shared, and what the
+        last shared entry (in the document's key order) says."""
+        met = [m for m in met if m.entries]  # a key new to the index, or replayed first, met none
+        if not met:
+            empty = np.zeros(0, np.int64)
+            starts = np.zeros(documents + 1, np.int64)
+            return Meetings(starts, empty.astype(np.uint64), empty, empty, empty, empty, stopped)
+        layout = self._layout
+        width = layout.dtype.itemsize
+        lengths = np.fromiter((len(m.entries) // width for m in met), np.int64, len(met))
+        entries: npt.NDArray[Any] = np.frombuffer(b"".join(m.entries for m in met), layout.dtype)
+        owner = np.repeat(np.fromiter((m.owner for m in met), np.int64, len(met)), lengths)
+        last = np.repeat(np.fromiter((m.position for m in met), np.int64, len(met)), lengths)
+        ids, sizes = entries["id"].astype(np.uint64), entries["size"].astype(np.int64)
+        if layout.positions:
+            other = entries["position"].astype(np.int64)
+        else:
+            other = np.zeros(len(ids), np.int64)
+        order = np.lexsort((last, ids, owner))  # by document, earlier document, key position
+        owner, ids = owner[order], ids[order]
+        first = np.ones(len(order), np.bool_)
+        first[1:] = (owner[1:] != owner[:-1]) | (ids[1:] != ids[:-1])
+        begins = np.flatnonzero(first)
+        ends = np.append(begins[1:], len(order)) - 1
+        rows = order[ends]  # each pair's entry with the largest key position
+        return Meetings(
+            starts=np.searchsorted(owner[begins], np.arange(documents + 1)).astype(np.int64),
+            doc_ids=ids[begins],
+            shared=ends - begins + 1,
+            sizes=sizes[rows],
+            last=last[rows],
+            last_other=other[rows],
+            stopped=stopped,
+        )
 
     def _mark_stop(self, key: bytes, requests: int) -> None:
-        self._tx.put(self._table, key, Postings((), True, requests).encode())
+        self._tx.put(self._table, key, Postings.stop(requests))
         self._tx.put("stopkeys", self._table.encode() + b":" + key, requests.to_bytes(8, "big"))
+
+
+def _index_of(doc_id: int, value: bytes, width: int) -> int | None:
+    """Where a document already is in an encoded list (entries of ``width`` bytes), if it is."""
+    needle = doc_id.to_bytes(8, "big")
+    found = value.find(needle)
+    while found >= 0 and found % width:  # the bytes matched across two entries
+        found = value.find(needle, found + 1)
+    return None if found < 0 else found // width

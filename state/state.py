@@ -8,6 +8,7 @@ from types import TracebackType
 from neardup.core import Settings
 
 from .clusters import Clusters
+from .codec import SHORT_ENTRY, SUPER_ENTRY
 from .documents import Documents, FingerprintTable, UrlHistory
 from .memory import MemoryStore
 from .meta import Counters, check_or_store_settings
@@ -26,8 +27,9 @@ class StateView:
         self.tx = Transaction(store)
         self.documents = Documents(self.tx)
         self.fingerprints = FingerprintTable(self.tx)
-        self.super_shingles = PostingIndex(self.tx, "supershingles", settings.posting_cap)
-        self.short_shingles = PostingIndex(self.tx, "shingles", settings.posting_cap, sized=True)
+        cap = settings.posting_cap
+        self.super_shingles = PostingIndex(self.tx, "supershingles", cap, SUPER_ENTRY)
+        self.short_shingles = PostingIndex(self.tx, "shingles", cap, SHORT_ENTRY)
         self.clusters = Clusters(self.tx, self.documents)
         self.urls = UrlHistory(self.tx)
         self.counters = Counters(self.tx)

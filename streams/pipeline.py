@@ -21,8 +21,9 @@ from neardup.core import (
     estimate_columns,
     sketch_family,
 )
-from neardup.state import DocRecord, FingerprintKind, FingerprintTable, Meetings, State, StateView
+from neardup.state import DocRecord, FingerprintKind, FingerprintTable, State, StateView
 
+from .candidates import batch_candidates, query_candidates
 from .events import ClusterMerged, DocRef, Duplicate, Event
 
 __all__ = [
@@ -81,29 +82,6 @@ def _exact_twin(view: StateView, doc: PreparedDoc) -> tuple[int, str] | None:
         if (twin := view.fingerprints.lookup_key(key)) is not None:
             return twin, method
     return None
-
-
-def _index_keys(doc: PreparedDoc) -> tuple[list[bytes], list[bytes]]:
-    return (
-        [key.to_bytes(8, "big") for key in doc.super_shingles.tolist()],
-        [key.to_bytes(4, "big") for key in doc.shingle_keys.tolist()],
-    )
-
-
-def _short_candidates(doc: PreparedDoc, met: Meetings, settings: Settings) -> set[int]:
-    """The documents met in the short-document index that may still resemble ``doc``: those
-    sharing enough of its indexed shingles for their size (``short_index_min_shared``).
-
-    Keys that are stop keys, or that ``doc`` dropped as repeated 32-bit keys, may each hide one
-    shared shingle, so they count for every candidate: no pair at or above T is lost.
-    """
-    count = doc.shingle_count
-    unseen = met.stopped + settings.short_index_prefix(count) - len(doc.shingle_keys)
-    return {
-        candidate
-        for candidate, shared in met.shared.items()
-        if shared + unseen >= settings.short_index_min_shared(count, met.sizes[candidate])
-    }
 
 
 def _verify_all(
@@ -221,8 +199,9 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
 
     The result is the same as adding them one at a time: fingerprints are registered in
     order, each document's candidates are the documents before it (in the batch or already
-    stored) that share a key, and joins happen in order. Only the index reads and writes are
-    grouped, which keeps Python work per key to a minimum.
+    stored) that it meets in the indexes and that pass their filters (``candidates.py``), and
+    joins happen in order. Only the index reads and writes are grouped, which keeps Python
+    work per key to a minimum.
     """
     view.documents.prefetch(doc.doc_id for doc in docs)
     view.fingerprints.prefetch(key for doc in docs for key, _ in _fingerprint_keys(doc))
@@ -238,18 +217,10 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     view.counters.add("repeats", repeats)
     view.counters.add("documents", len(docs) - repeats)
     fresh = [doc for doc, twin in admitted if twin is None]
-    keys = [_index_keys(doc) for doc in fresh]
-    fresh_ids = [doc.doc_id for doc in fresh]
-    near = view.super_shingles.add_batch([super_keys for super_keys, _ in keys], fresh_ids)
-    met = view.short_shingles.meet_batch(
-        [shingle_keys for _, shingle_keys in keys], fresh_ids, [d.shingle_count for d in fresh]
-    )
-    short = [
-        _short_candidates(doc, meetings, settings) for doc, meetings in zip(fresh, met, strict=True)
-    ]
+    candidates = batch_candidates(view, fresh, settings)
     verified = _verify_all(
         view,
-        [(doc, a | b) for doc, a, b in zip(fresh, near, short, strict=True)],
+        list(zip(fresh, candidates, strict=True)),
         settings,
         settings.threshold,
         local={doc.doc_id: doc for doc in fresh},
@@ -323,10 +294,7 @@ def find_similar(
                 _EXACT,
                 view.clusters.find(twin[0]),
             )
-    super_keys, shingle_keys = _index_keys(doc)
-    candidates = view.super_shingles.candidates(super_keys) | view.short_shingles.candidates(
-        shingle_keys
-    )
+    candidates = query_candidates(view, doc)
     for candidate, e in _verify_all(view, [(doc, candidates)], settings, 0.0)[0]:
         if (
             candidate not in matches

@@ -19,6 +19,8 @@ from neardup.core import Settings, SettingsError, candidate_probability, choose_
         ("short_limit", 1000, "short_limit=1000"),
         ("posting_cap", 1, "posting_cap=1"),
         ("seed", -1, "seed=-1"),
+        ("min_shared_bands", 0, "min_shared_bands=0"),
+        ("min_shared_bands", 129, "min_shared_bands=129"),
     ],
 )
 def test_bad_values_fail_fast_naming_value_and_fix(field: str, value: object, named: str) -> None:
@@ -33,32 +35,64 @@ def test_bands_must_come_in_pairs_and_fit_the_bins() -> None:
     with pytest.raises(SettingsError, match="num_bins"):
         Settings(num_bins=64, bands=20, rows=4)
     assert Settings(bands=16, rows=8).band_count == 16
+    with pytest.raises(SettingsError, match="min_shared_bands=3 is more than bands=2"):
+        Settings(bands=2, rows=8, min_shared_bands=3)
 
 
-def test_bands_chosen_from_threshold_meet_the_false_negative_bound() -> None:
+@pytest.mark.parametrize("min_shared", [1, 2])
+def test_bands_chosen_from_threshold_meet_the_false_negative_bound(min_shared: int) -> None:
     for threshold in (0.3, 0.5, 0.7, 0.8, 0.9):
-        settings = Settings(threshold=threshold)
+        settings = Settings(threshold=threshold, min_shared_bands=min_shared)
         assert settings.false_negative_probability(threshold) <= settings.max_false_negative
         # the next larger row count would miss the bound (the choice is the most selective one)
         rows = settings.rows_per_band + 1
         bands = settings.num_bins // rows
-        assert 1 - candidate_probability(threshold, bands, rows) > settings.max_false_negative
+        missed = 1 - candidate_probability(threshold, bands, rows, min_shared)
+        assert missed > settings.max_false_negative
         # and one band fewer would miss it (each band is an index entry per document)
         fewer = settings.band_count - 1
-        assert (
-            1 - candidate_probability(threshold, fewer, settings.rows_per_band)
-            > settings.max_false_negative
-        )
+        missed = 1 - candidate_probability(threshold, fewer, settings.rows_per_band, min_shared)
+        assert missed > settings.max_false_negative
 
 
 def test_default_s_curve_is_documented_values() -> None:
     settings = Settings()
-    assert (settings.band_count, settings.rows_per_band) == (23, 3)
-    assert settings.false_negative_probability(0.5) == pytest.approx(0.0464, abs=1e-4)
+    assert (settings.band_count, settings.rows_per_band, settings.min_shared_bands) == (37, 3, 2)
+    assert settings.false_negative_probability(0.5) == pytest.approx(0.0449, abs=1e-4)
     assert settings.false_negative_probability(0.8) < 1e-7
+    # a pair far below T: 35x less likely to be a candidate than with one band of 23 needed
+    assert 1 - settings.false_negative_probability(0.1) == pytest.approx(6.5e-4, abs=1e-5)
+    assert candidate_probability(0.1, 23, 3) == pytest.approx(0.0228, abs=1e-4)
+    assert choose_bands(128, 0.5, 0.05) == (23, 3)  # one band needed: the previous choice
     assert choose_bands(128, 0.8, 0.05) == (13, 7)
+    assert choose_bands(128, 0.8, 0.05, 2) == (17, 6)
     assert choose_bands(128, 1.0, 0.05) == (1, 128)
     assert choose_bands(16, 0.05, 0.01) == (16, 1)  # nothing fits: every bin is a band
+
+
+@given(
+    resemblance=st.floats(0.0, 1.0),
+    bands=st.integers(1, 64),
+    rows=st.integers(1, 8),
+    min_shared=st.integers(1, 4),
+)
+def test_candidate_probability_is_the_binomial_tail(
+    resemblance: float, bands: int, rows: int, min_shared: int
+) -> None:
+    one = candidate_probability(resemblance, bands, rows)
+    assert one == pytest.approx(1 - (1 - resemblance**rows) ** bands, abs=1e-12)
+    more = candidate_probability(resemblance, bands, rows, min_shared)
+    assert 0.0 <= more <= one + 1e-12  # needing more shared bands never finds more pairs
+    assert candidate_probability(min(1.0, resemblance + 0.1), bands, rows, min_shared) >= (
+        more - 1e-12
+    )
+
+
+def test_super_shingle_limit_covers_every_pair_a_short_document_can_make() -> None:
+    # a short document (n < 100) reaches T = 0.5 with a longer one only if n >= 50
+    assert Settings().super_shingle_limit == 50
+    assert Settings(threshold=0.7, short_limit=10).super_shingle_limit == 7
+    assert Settings(threshold=1.0, short_limit=1).super_shingle_limit == 1
 
 
 def test_settings_round_trip_and_incompatibilities() -> None:

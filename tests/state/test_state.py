@@ -7,10 +7,16 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from neardup.core import IncompatibleStateError, Settings
+from neardup.core import IncompatibleStateError, Settings, StateError
 from neardup.core.records import format_fetched_at
-from neardup.state import ClusterInfo, DocRecord, Postings, State, StateView
-from neardup.state.codec import fetched_at_from_micros, fetched_at_to_micros
+from neardup.state import ClusterInfo, DocRecord, Meetings, Postings, State, StateView
+from neardup.state.codec import (
+    MAX_POSITION,
+    SHORT_ENTRY,
+    SUPER_ENTRY,
+    fetched_at_from_micros,
+    fetched_at_to_micros,
+)
 
 
 def test_settings_are_stored_and_incompatible_reopen_is_refused(tmp_path: Path) -> None:
@@ -50,8 +56,24 @@ def test_doc_record_round_trip(
 def test_missing_fetched_at_round_trips() -> None:
     assert fetched_at_from_micros(fetched_at_to_micros("")) == ""
     assert ClusterInfo.decode(ClusterInfo(3, "").encode()) == ClusterInfo(3, "")
-    postings = Postings.decode(Postings((1, 2**64 - 1), False, 2).encode())
-    assert postings.doc_ids == (1, 2**64 - 1)
+
+
+def test_posting_entries_round_trip() -> None:
+    postings = Postings.decode(
+        SUPER_ENTRY.pack(1, 7) + SUPER_ENTRY.pack(2**64 - 1, 255), SUPER_ENTRY
+    )
+    assert postings.doc_ids.tolist() == [1, 2**64 - 1]
+    assert postings.entries["size"].tolist() == [7, 255]
+    short = SHORT_ENTRY.pack(7, 40, 3) + SHORT_ENTRY.pack(8, 65535, 300)
+    assert Postings.decode(short, SHORT_ENTRY).entries.tolist() == [
+        (7, 40, 3),
+        (8, 65535, MAX_POSITION),  # a later position is kept as the largest one
+    ]
+    for layout in (SUPER_ENTRY, SHORT_ENTRY):
+        stop = Postings.decode(Postings.stop(12), layout)
+        assert stop.stopped and stop.requests == 12
+        with pytest.raises(StateError, match="corrupt"):
+            Postings.decode(b"\x00" * (layout.dtype.itemsize + 1), layout)
 
 
 def _docs(view: StateView, count: int) -> None:
@@ -71,35 +93,74 @@ def test_posting_lists_are_capped_into_stop_keys() -> None:
     with State.open(None, Settings(posting_cap=3)) as state:
         view = state.view()
         index = view.super_shingles
-        assert index.add([b"k"], 1) == set()
-        assert index.add([b"k"], 2) == {1}
-        assert index.add([b"k"], 3) == {1, 2}  # third document reaches the cap: key stops
-        assert index.add([b"k"], 4) == set()
+        assert index.add([b"k"], 1, 0) == set()
+        assert index.add([b"k"], 2, 0) == {1}
+        assert index.add([b"k"], 3, 0) == {1, 2}  # third document reaches the cap: key stops
+        assert index.add([b"k"], 4, 0) == set()
         assert index.candidates([b"k"]) == set()
         view.commit()
         stop = dict(state.store.items("stopkeys"))
         assert int.from_bytes(stop[b"supershingles:k"], "big") == 4
 
 
-def test_sized_index_counts_shared_keys_and_sizes_in_order() -> None:
+def _rows(met: Meetings, index: int) -> dict[int, tuple[int, int, int, int]]:
+    """doc id -> (shared, size, last, last_other) of one document's rows."""
+    rows = met.rows(index)
+    return {
+        int(doc): (int(shared), int(size), int(last), int(other))
+        for doc, shared, size, last, other in zip(
+            met.doc_ids[rows],
+            met.shared[rows],
+            met.sizes[rows],
+            met.last[rows],
+            met.last_other[rows],
+            strict=True,
+        )
+    }
+
+
+def test_sized_index_counts_shared_keys_sizes_and_positions_in_order() -> None:
     with State.open(None, Settings(posting_cap=3)) as state:
         view = state.view()
-        index = view.short_shingles
-        index.meet_batch([[b"a", b"b"]], [1], [40])
+        view.short_shingles.meet_batch([[b"a", b"b"]], [1], [40])
         view.commit()  # the next documents read document 1 back from the store
         view = state.view()
         index = view.short_shingles
-        first, second = index.meet_batch([[b"a", b"b", b"c"], [b"a", b"c"]], [2, 3], [50, 60])
-        assert (first.shared, first.sizes, first.stopped) == ({1: 2}, {1: 40}, 0)
+        met = index.meet_batch([[b"a", b"b", b"c"], [b"a", b"c"]], [2, 3], [50, 60])
+        # document 2 met 1 under a and b, the last of them b: 2's key 1, 1's key 1
+        assert _rows(met, 0) == {1: (2, 40, 1, 1)}
         # "a" reaches the cap with document 3, which met 1 and 2 there, and 2 again under "c"
-        assert (second.shared, second.sizes, second.stopped) == ({1: 1, 2: 2}, {1: 40, 2: 50}, 0)
-        assert index.meet_batch([[b"a", b"b"]], [4], [70])[0].stopped == 1
-        kept = Postings.decode(view.tx.get("shingles", b"c") or b"", sized=True)
-        assert (kept.doc_ids, kept.sizes) == ((2, 3), (50, 60))
-        replay = index.meet_batch([[b"c"]], [3], [60])[0]  # posted before: meets the same
-        assert (replay.shared, replay.sizes) == ({2: 1}, {2: 50})
-        with pytest.raises(ValueError, match="needs a shingle count"):
-            index.meet_batch([[b"a"]], [5])
+        # (3's key 1, 2's key 2)
+        assert _rows(met, 1) == {1: (1, 40, 0, 0), 2: (2, 50, 1, 2)}
+        assert met.stopped.tolist() == [0, 0]
+        assert index.meet_batch([[b"a", b"b"]], [4], [70]).stopped.tolist() == [1]
+        kept = Postings.decode(view.tx.get("shingles", b"c") or b"", SHORT_ENTRY)
+        assert kept.entries.tolist() == [(2, 50, 2), (3, 60, 1)]
+        replay = index.meet_batch([[b"c"]], [3], [60])  # posted before: meets the same
+        assert _rows(replay, 0) == {2: (1, 50, 0, 2)}
+        assert index.add([b"c", b"d"], 9, 5) == {2, 3}
+        with pytest.raises(ValueError, match="needs a size per document"):
+            index.meet_batch([[b"a"]], [5], [])
+
+
+def test_meeting_a_batch_is_adding_its_documents_one_by_one() -> None:
+    keys = [[b"x", b"y"], [b"y"], [b"x", b"y", b"z"], [b"z"], [b"x"], [b"y", b"z"]]
+    results = []
+    for batched in (True, False):
+        with State.open(None, Settings(posting_cap=3)) as state:
+            index = state.view().super_shingles
+            if batched:
+                met = index.meet_batch(keys, [1, 2, 3, 4, 5, 6], [0] * 6)
+                results.append([_rows(met, i) for i in range(6)] + [met.stopped.tolist()])
+            else:
+                each = [index.meet_batch([k], [i + 1], [0]) for i, k in enumerate(keys)]
+                results.append([_rows(m, 0) for m in each] + [[int(m.stopped[0]) for m in each]])
+    assert results[0] == results[1]
+    # "y" reaches the cap with document 3, which still meets 1 and 2 there; document 6 then
+    # finds it stopped, and meets 3 and 4 under "z"
+    assert results[0][2] == {1: (2, 0, 1, 0), 2: (1, 0, 1, 0)}
+    assert results[0][5] == {3: (1, 0, 1, 0), 4: (1, 0, 1, 0)}
+    assert results[0][6] == [0, 0, 0, 0, 0, 1]
 
 
 def test_union_find_keeps_older_root_and_sizes() -> None:
@@ -125,7 +186,7 @@ def _posted_one_by_one(
 ) -> tuple[list[tuple[dict[int, int], dict[int, int], int]], dict[bytes, tuple[int, ...] | int]]:
     """The definition of a capped posting index, one document at a time: what each met (the
     documents before it under each of its keys, with their sizes, and its stop keys), and the
-    final lists (a stop key as its request count). A document's size is its id + 1000."""
+    final lists (a stop key as its request count). A document's size is its id + 100."""
     lists: dict[bytes, list[int] | int] = {}
     met = []
     for batch in batches:
@@ -145,7 +206,7 @@ def _posted_one_by_one(
                     posted.append(doc_id)
                     if len(posted) >= cap:
                         lists[key] = len(posted)
-            met.append((shared, {other: other + 1000 for other in shared}, stopped))
+            met.append((shared, {other: other + 100 for other in shared}, stopped))
     return met, {k: v if isinstance(v, int) else tuple(v) for k, v in lists.items()}
 
 
@@ -164,34 +225,42 @@ def _posted_one_by_one(
     st.booleans(),
 )
 def test_posting_index_batches_equal_one_by_one(
-    batches: list[list[tuple[int, list[bytes]]]], cap: int, sized: bool
+    batches: list[list[tuple[int, list[bytes]]]], cap: int, short: bool
 ) -> None:
     """Posting in batches (keys shared inside a batch, stored lists appended to as bytes,
     replays, keys repeated by one document, stop keys) meets what posting one document at a
     time meets, and leaves the same lists."""
     expected_met, expected_lists = _posted_one_by_one(batches, cap)
     with State.open(None, Settings(posting_cap=cap)) as state:
-        met = []
+        met: list[tuple[dict[int, int], dict[int, int], int]] = []
         for batch in batches:
             view = state.view()
-            index = view.short_shingles if sized else view.super_shingles
-            met += index.meet_batch(
+            index = view.short_shingles if short else view.super_shingles
+            meetings = index.meet_batch(
                 [keys for _, keys in batch],
                 [doc_id for doc_id, _ in batch],
-                [doc_id + 1000 for doc_id, _ in batch],
+                [doc_id + 100 for doc_id, _ in batch],
             )
+            for i in range(len(batch)):
+                rows = _rows(meetings, i)
+                met.append(
+                    (
+                        {doc: row[0] for doc, row in rows.items()},
+                        {doc: row[1] for doc, row in rows.items()},
+                        int(meetings.stopped[i]),
+                    )
+                )
             view.commit()
-        table = "shingles" if sized else "supershingles"
-        stored = {}
+        table = "shingles" if short else "supershingles"
+        stored: dict[bytes, tuple[int, ...] | int] = {}
         for key, raw in state.store.items(table):
-            postings = Postings.decode(raw, sized)
-            stored[key] = postings.requests if postings.stopped else postings.doc_ids
-            if sized and not postings.stopped:
-                assert postings.sizes == tuple(doc_id + 1000 for doc_id in postings.doc_ids)
+            postings = Postings.decode(raw, SHORT_ENTRY if short else SUPER_ENTRY)
+            ids = tuple(postings.doc_ids.tolist())
+            stored[key] = postings.requests if postings.stopped else ids
+            if not postings.stopped:
+                assert postings.entries["size"].tolist() == [doc_id + 100 for doc_id in ids]
     assert stored == expected_lists
-    assert [(dict(m.shared), m.stopped) for m in met] == [(s, n) for s, _, n in expected_met]
-    if sized:
-        assert [m.sizes for m in met] == [sizes for _, sizes, _ in expected_met]
+    assert met == expected_met
 
 
 def test_cheap_document_reads_agree_with_full_records() -> None:

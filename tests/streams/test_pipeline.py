@@ -165,3 +165,20 @@ def test_no_short_pair_at_or_above_the_threshold_is_lost(seed: int, threshold: f
                 assert first.sketch.complete and second.sketch.complete
                 if a and b and len(a & b) >= threshold * len(a | b) - 1e-9:
                     assert second.page.url in together.get(first.page.url, {first.page.url})
+
+
+def test_a_short_page_and_a_longer_one_resembling_it_meet_through_super_shingles() -> None:
+    # 80 words (76 shingles: short, in the short-document index) and the same with 30 more
+    # (106 shingles: not short). Only documents from T * short_limit = 50 shingles up can be
+    # such a pair, and those are banded: J = 76 / 106 = 0.72 is found.
+    rng = np.random.default_rng(3)
+    words = [str(w) for w in rng.choice(VOCABULARY, size=110)]
+    pages = [
+        Page("https://p/short", " ".join(words[:80]), "2026-03-01T10:00:00.000000Z"),
+        Page("https://p/long", " ".join(words), "2026-03-01T10:00:01.000000Z"),
+    ]
+    settings = Settings()
+    short, longer = Preparer(settings).prepare(pages)
+    assert short.shingle_count < settings.short_limit <= longer.shingle_count
+    assert len(short.super_shingles) == settings.band_count and len(longer.shingle_keys) == 0
+    assert _run(pages)[0] == {frozenset({"https://p/short", "https://p/long"})}
