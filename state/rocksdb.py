@@ -36,7 +36,7 @@ _BLOCK_CACHE = 32 << 20
 #: about 25 times per document: their memtables are hash tables instead of skip lists, which
 #: halves the time RocksDB spends in writes and reads (and rocksdict holds the GIL through
 #: both). The value is the key length, used as the hashed prefix.
-_HASHED_TABLES = {"supershingles": 8, "shingles": 4, "fingerprints": 9}
+_HASHED_TABLES = {"supershingles": 4, "shingles": 4, "fingerprints": 9}
 _HASH_BUCKETS = 1 << 16
 #: Tables whose values are mostly random bytes (sketches): zstd finds nothing to take out, and
 #: trying costs flush time (the same bytes on disk without it)
