@@ -172,6 +172,19 @@ class EntryLayout:
             return self.packer.pack(doc_id, size, min(position, MAX_POSITION))
         return self.packer.pack(doc_id, size)
 
+    def pack_many(
+        self, doc_ids: npt.NDArray[np.uint64], sizes: npt.NDArray[np.int64], positions: Any
+    ) -> bytes:
+        """``pack`` of each (doc id, size, position), concatenated."""
+        if len(sizes) and (sizes.min() < 0 or sizes.max() > np.iinfo(self.dtype["size"]).max):
+            raise ValueError(f"a size does not fit the {self.dtype['size']} of a posting entry")
+        entries = np.empty(len(doc_ids), self.dtype)
+        entries["id"] = doc_ids
+        entries["size"] = sizes
+        if self.positions:
+            entries["position"] = np.minimum(positions, MAX_POSITION)
+        return entries.tobytes()
+
 
 #: super-shingle entries: the id and a one-byte size class (``neardup.core.length_filter``)
 SUPER_ENTRY = EntryLayout(np.dtype([("id", ">u8"), ("size", "u1")]), struct.Struct(">QB"), False)

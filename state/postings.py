@@ -24,7 +24,10 @@ from .transaction import Transaction
 __all__ = ["Meetings", "PostingIndex"]
 
 I64 = npt.NDArray[np.int64]
+U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
+#: a key is stored as its 4 bytes, big-endian
+_KEY = np.dtype(">u4")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,49 @@ class _Met:
     position: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Carried:
+    """A batch's keys grouped by key, in one sort: the distinct keys (ascending), and for each
+    its carriers in batch order (``rows``), as indexes into the flat owner/position arrays."""
+
+    keys: U32
+    starts: I64
+    counts: I64
+    order: I64
+    owners: I64
+    positions: I64
+
+    @classmethod
+    def of(cls, key_arrays: Sequence[U32]) -> _Carried:
+        lengths = np.fromiter((len(keys) for keys in key_arrays), np.int64, len(key_arrays))
+        flat = (
+            np.concatenate(key_arrays).astype(np.uint32, copy=False)
+            if lengths.sum()
+            else np.zeros(0, np.uint32)
+        )
+        owners = np.repeat(np.arange(len(key_arrays), dtype=np.int64), lengths)
+        firsts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        positions = np.arange(len(flat), dtype=np.int64) - firsts
+        order = np.argsort(flat, kind="stable")  # stable: carriers stay in batch order
+        ordered = flat[order]
+        head = np.ones(len(flat), np.bool_)
+        head[1:] = ordered[1:] != ordered[:-1]
+        starts = np.flatnonzero(head).astype(np.int64)
+        counts = np.diff(np.append(starts, len(flat))).astype(np.int64)
+        return cls(ordered[starts], starts, counts, order.astype(np.int64), owners, positions)
+
+    def rows(self, index: int) -> list[int]:
+        start = int(self.starts[index])
+        rows: list[int] = self.order[start : start + int(self.counts[index])].tolist()
+        return rows
+
+
+def _encoded(keys: U32) -> list[bytes]:
+    """Each key as it is stored."""
+    raw = np.asarray(keys, np.uint32).astype(_KEY).tobytes()
+    return [raw[at : at + 4] for at in range(0, len(raw), 4)]
+
+
 class _Batch:
     """The documents being added, and how their entries are packed."""
 
@@ -104,49 +150,66 @@ class PostingIndex:
         self._cap = cap
         self._layout = layout
 
-    def prefetch(self, keys: Sequence[bytes]) -> None:
-        self._tx.prefetch(self._table, keys)
-
-    def candidates(self, keys: Sequence[bytes]) -> set[int]:
+    def candidates(self, keys: U32) -> set[int]:
         """The documents sharing at least one (non-stop) key."""
         found: set[int] = set()
-        for raw in self._tx.get_many(self._table, keys):
+        for raw in self._tx.get_many(self._table, _encoded(np.unique(keys))):
             if raw is not None:
                 found.update(Postings.decode(raw, self._layout).doc_ids.tolist())
         return found
 
-    def add(self, keys: Sequence[bytes], doc_id: int, size: int) -> set[int]:
+    def add(self, keys: U32, doc_id: int, size: int) -> set[int]:
         """Add a document under each key; returns the documents that were already there."""
         return self.meet_batch([keys], [doc_id], [size]).met(0)
 
     def meet_batch(
-        self,
-        key_lists: Sequence[Sequence[bytes]],
-        doc_ids: Sequence[int],
-        sizes: Sequence[int],
+        self, key_arrays: Sequence[U32], doc_ids: Sequence[int], sizes: Sequence[int]
     ) -> Meetings:
         """Add documents in order, each under its keys with its size (and each key's position
         in its list, where the layout keeps it); what each met there (earlier ones of the batch
         included): the same as adding them one by one."""
-        if len(sizes) != len(doc_ids):
-            raise ValueError(f"the index {self._table!r} needs a size per document")
-        carriers: dict[bytes, list[tuple[int, int]]] = {}
-        for owner, keys in enumerate(key_lists):
-            for position, key in enumerate(keys):
-                carriers.setdefault(key, []).append((owner, position))
-        unique = list(carriers)
-        stored = self._tx.get_many(self._table, unique)
-        met: list[_Met] = []
+        if len(sizes) != len(doc_ids) or len(key_arrays) != len(doc_ids):
+            raise ValueError(f"the index {self._table!r} needs keys and a size per document")
         stopped = np.zeros(len(doc_ids), np.int64)
-        first_seen: dict[bytes, bytes] = {}
+        carried = _Carried.of(key_arrays)
+        if not len(carried.keys):
+            return self._group([], len(doc_ids), stopped)
+        keys = _encoded(carried.keys)
+        stored = self._tx.get_many(self._table, keys)
+        # the common case, a key new to the index carried by one document: packed in one go
+        absent = np.fromiter((raw is None for raw in stored), np.bool_, len(stored))
+        new = absent & (carried.counts == 1)
+        only = carried.order[carried.starts[new]]  # each new key's one carrier
+        owner = carried.owners[only]
+        packed = self._layout.pack_many(
+            np.asarray(doc_ids, np.uint64)[owner],
+            np.asarray(sizes, np.int64)[owner],
+            carried.positions[only],
+        )
+        width = self._layout.dtype.itemsize
+        self._tx.put_many(
+            self._table,
+            dict(
+                zip(
+                    [keys[i] for i in np.flatnonzero(new).tolist()],
+                    [packed[at : at + width] for at in range(0, len(packed), width)],
+                    strict=True,
+                )
+            ),
+        )
+        met: list[_Met] = []
         batch = _Batch(doc_ids, sizes, self._layout)
-        for key, raw in zip(unique, stored, strict=True):
-            owners = carriers[key]
-            if raw is None and len(owners) == 1:  # the common case: a key seen for the first time
-                first_seen[key] = batch.entry(*owners[0])
-            else:
-                self._add_in_order(key, raw, owners, batch, met, stopped)
-        self._tx.put_many(self._table, first_seen)
+        owners, positions = carried.owners.tolist(), carried.positions.tolist()
+        for i in np.flatnonzero(~new).tolist():
+            rows = carried.rows(i)
+            self._add_in_order(
+                keys[i],
+                stored[i],
+                [(owners[row], positions[row]) for row in rows],
+                batch,
+                met,
+                stopped,
+            )
         return self._group(met, len(doc_ids), stopped)
 
     def _add_in_order(

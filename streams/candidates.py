@@ -15,25 +15,22 @@ filters run over the whole batch in numpy.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from neardup.core import PreparedDoc, Settings, may_resemble, short_pairs_kept, size_class
 from neardup.state import Meetings, StateView
 
 __all__ = ["batch_candidates", "index_keys", "query_candidates"]
 
-#: bytes of a super-shingle's index key: its top 32 bits. At a million documents of 37 bands
-#: about 0.7 % of keys collide with an unrelated one, and such a collision adds one shared band
-#: to an unrelated pair, which ``min_shared_bands`` = 2 almost never lets through; each byte
-#: fewer saves about a byte per band on disk.
-SUPER_KEY_BYTES = 4
+#: a super-shingle's index key is its top 32 bits (the posting indexes keep 32-bit keys). At a
+#: million documents of 37 bands about 0.7 % of keys collide with an unrelated one, and such a
+#: collision adds one shared band to an unrelated pair, which ``min_shared_bands`` = 2 almost
+#: never lets through; each byte fewer saves about a byte per band on disk.
+_SUPER_KEY_SHIFT = np.uint64(32)
 
 
-def index_keys(doc: PreparedDoc) -> tuple[list[bytes], list[bytes]]:
+def index_keys(doc: PreparedDoc) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
     """A document's keys in the super-shingle and in the short-document index."""
-    shift = np.uint64(64 - 8 * SUPER_KEY_BYTES)
-    return (
-        [key.to_bytes(SUPER_KEY_BYTES, "big") for key in (doc.super_shingles >> shift).tolist()],
-        [key.to_bytes(4, "big") for key in doc.shingle_keys.tolist()],
-    )
+    return (doc.super_shingles >> _SUPER_KEY_SHIFT).astype(np.uint32), doc.shingle_keys
 
 
 def batch_candidates(

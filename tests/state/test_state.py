@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -89,18 +90,28 @@ def _docs(view: StateView, count: int) -> None:
         )
 
 
+def _k(names: str) -> npt.NDArray[np.uint32]:
+    """Index keys named by letters (one key per letter)."""
+    return np.array([ord(name) for name in names], np.uint32)
+
+
+def _stored(name: str) -> bytes:
+    """The stored form of the key named ``name``."""
+    return ord(name).to_bytes(4, "big")
+
+
 def test_posting_lists_are_capped_into_stop_keys() -> None:
     with State.open(None, Settings(posting_cap=3)) as state:
         view = state.view()
         index = view.super_shingles
-        assert index.add([b"k"], 1, 0) == set()
-        assert index.add([b"k"], 2, 0) == {1}
-        assert index.add([b"k"], 3, 0) == {1, 2}  # third document reaches the cap: key stops
-        assert index.add([b"k"], 4, 0) == set()
-        assert index.candidates([b"k"]) == set()
+        assert index.add(_k("k"), 1, 0) == set()
+        assert index.add(_k("k"), 2, 0) == {1}
+        assert index.add(_k("k"), 3, 0) == {1, 2}  # third document reaches the cap: key stops
+        assert index.add(_k("k"), 4, 0) == set()
+        assert index.candidates(_k("k")) == set()
         view.commit()
         stop = dict(state.store.items("stopkeys"))
-        assert int.from_bytes(stop[b"supershingles:k"], "big") == 4
+        assert int.from_bytes(stop[b"supershingles:" + _stored("k")], "big") == 4
 
 
 def _rows(met: Meetings, index: int) -> dict[int, tuple[int, int, int, int]]:
@@ -122,29 +133,29 @@ def _rows(met: Meetings, index: int) -> dict[int, tuple[int, int, int, int]]:
 def test_sized_index_counts_shared_keys_sizes_and_positions_in_order() -> None:
     with State.open(None, Settings(posting_cap=3)) as state:
         view = state.view()
-        view.short_shingles.meet_batch([[b"a", b"b"]], [1], [40])
+        view.short_shingles.meet_batch([_k("ab")], [1], [40])
         view.commit()  # the next documents read document 1 back from the store
         view = state.view()
         index = view.short_shingles
-        met = index.meet_batch([[b"a", b"b", b"c"], [b"a", b"c"]], [2, 3], [50, 60])
+        met = index.meet_batch([_k("abc"), _k("ac")], [2, 3], [50, 60])
         # document 2 met 1 under a and b, the last of them b: 2's key 1, 1's key 1
         assert _rows(met, 0) == {1: (2, 40, 1, 1)}
         # "a" reaches the cap with document 3, which met 1 and 2 there, and 2 again under "c"
         # (3's key 1, 2's key 2)
         assert _rows(met, 1) == {1: (1, 40, 0, 0), 2: (2, 50, 1, 2)}
         assert met.stopped.tolist() == [0, 0]
-        assert index.meet_batch([[b"a", b"b"]], [4], [70]).stopped.tolist() == [1]
-        kept = Postings.decode(view.tx.get("shingles", b"c") or b"", SHORT_ENTRY)
+        assert index.meet_batch([_k("ab")], [4], [70]).stopped.tolist() == [1]
+        kept = Postings.decode(view.tx.get("shingles", _stored("c")) or b"", SHORT_ENTRY)
         assert kept.entries.tolist() == [(2, 50, 2), (3, 60, 1)]
-        replay = index.meet_batch([[b"c"]], [3], [60])  # posted before: meets the same
+        replay = index.meet_batch([_k("c")], [3], [60])  # posted before: meets the same
         assert _rows(replay, 0) == {2: (1, 50, 0, 2)}
-        assert index.add([b"c", b"d"], 9, 5) == {2, 3}
-        with pytest.raises(ValueError, match="needs a size per document"):
-            index.meet_batch([[b"a"]], [5], [])
+        assert index.add(_k("cd"), 9, 5) == {2, 3}
+        with pytest.raises(ValueError, match="needs keys and a size per document"):
+            index.meet_batch([_k("a")], [5], [])
 
 
 def test_meeting_a_batch_is_adding_its_documents_one_by_one() -> None:
-    keys = [[b"x", b"y"], [b"y"], [b"x", b"y", b"z"], [b"z"], [b"x"], [b"y", b"z"]]
+    keys = [_k("xy"), _k("y"), _k("xyz"), _k("z"), _k("x"), _k("yz")]
     results = []
     for batched in (True, False):
         with State.open(None, Settings(posting_cap=3)) as state:
@@ -182,12 +193,12 @@ def test_union_find_keeps_older_root_and_sizes() -> None:
 
 
 def _posted_one_by_one(
-    batches: list[list[tuple[int, list[bytes]]]], cap: int
+    batches: list[list[tuple[int, list[str]]]], cap: int
 ) -> tuple[list[tuple[dict[int, int], dict[int, int], int]], dict[bytes, tuple[int, ...] | int]]:
     """The definition of a capped posting index, one document at a time: what each met (the
     documents before it under each of its keys, with their sizes, and its stop keys), and the
     final lists (a stop key as its request count). A document's size is its id + 100."""
-    lists: dict[bytes, list[int] | int] = {}
+    lists: dict[str, list[int] | int] = {}
     met = []
     for batch in batches:
         for doc_id, keys in batch:
@@ -207,15 +218,13 @@ def _posted_one_by_one(
                     if len(posted) >= cap:
                         lists[key] = len(posted)
             met.append((shared, {other: other + 100 for other in shared}, stopped))
-    return met, {k: v if isinstance(v, int) else tuple(v) for k, v in lists.items()}
+    return met, {_stored(k): v if isinstance(v, int) else tuple(v) for k, v in lists.items()}
 
 
 @given(
     st.lists(
         st.lists(
-            st.tuples(
-                st.integers(1, 12), st.lists(st.sampled_from([b"a", b"b", b"c", b"d"]), max_size=4)
-            ),
+            st.tuples(st.integers(1, 12), st.lists(st.sampled_from("abcd"), max_size=4)),
             max_size=6,
         ),
         min_size=1,
@@ -225,7 +234,7 @@ def _posted_one_by_one(
     st.booleans(),
 )
 def test_posting_index_batches_equal_one_by_one(
-    batches: list[list[tuple[int, list[bytes]]]], cap: int, short: bool
+    batches: list[list[tuple[int, list[str]]]], cap: int, short: bool
 ) -> None:
     """Posting in batches (keys shared inside a batch, stored lists appended to as bytes,
     replays, keys repeated by one document, stop keys) meets what posting one document at a
@@ -237,7 +246,7 @@ def test_posting_index_batches_equal_one_by_one(
             view = state.view()
             index = view.short_shingles if short else view.super_shingles
             meetings = index.meet_batch(
-                [keys for _, keys in batch],
+                [_k("".join(keys)) for _, keys in batch],
                 [doc_id for doc_id, _ in batch],
                 [doc_id + 100 for doc_id, _ in batch],
             )
