@@ -4,9 +4,11 @@ Posting lists are capped: when a key has been carried by ``cap`` documents it be
 key (Broder's "very common shingles": boilerplate, templates). A stop key keeps no documents,
 proposes no candidates, and counts how often it was asked for, for ``neardup stats``.
 
-Lists grow with the corpus, and so does what a document meets in them. So a batch meets its
-lists in one pass: each list is read as one numpy array, appended to as bytes, and what every
-document met is grouped with one sort over the whole batch; no Python runs per entry met.
+Keys are 32-bit values, stored as their 4 big-endian bytes. Lists grow with the corpus, and so
+does what a document meets in them. So a batch meets its lists in one pass: its keys are
+grouped with one stable sort, each list is read as one numpy array and appended to as bytes,
+and what every document met is grouped with one sort over the whole batch; no Python runs per
+entry met.
 """
 
 from __future__ import annotations

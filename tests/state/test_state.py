@@ -15,6 +15,7 @@ from neardup.state.codec import (
     MAX_POSITION,
     SHORT_ENTRY,
     SUPER_ENTRY,
+    EntryLayout,
     fetched_at_from_micros,
     fetched_at_to_micros,
 )
@@ -75,6 +76,19 @@ def test_posting_entries_round_trip() -> None:
         assert stop.stopped and stop.requests == 12
         with pytest.raises(StateError, match="corrupt"):
             Postings.decode(b"\x00" * (layout.dtype.itemsize + 1), layout)
+
+
+@pytest.mark.parametrize("layout", [SUPER_ENTRY, SHORT_ENTRY], ids=["super", "short"])
+def test_entries_packed_at_once_equal_entries_packed_one_by_one(layout: EntryLayout) -> None:
+    ids = np.array([1, 2**64 - 1, 7], np.uint64)
+    sizes = np.array([0, 5, 255], np.int64)
+    positions = np.array([0, 3, 300])  # a later position is kept as the largest one
+    assert layout.pack_many(ids, sizes, positions) == b"".join(
+        layout.pack(int(i), int(s), int(p)) for i, s, p in zip(ids, sizes, positions, strict=True)
+    )
+    too_large = np.iinfo(layout.dtype["size"]).max + 1
+    with pytest.raises(ValueError, match="does not fit"):
+        layout.pack_many(ids[:1], np.array([too_large]), positions[:1])
 
 
 def _docs(view: StateView, count: int) -> None:
