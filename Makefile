@@ -36,7 +36,7 @@ typecheck: $(BIN)/.ready
 # 20k documents, neardup and the peers (datasketch, rensa, gaoya), one table (a few minutes)
 bench: $(BIN)/.ready
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
-	$(BIN)/python -m bench --docs 20000 --out out/bench-20k.json
+	$(BIN)/python -m bench --docs 20000 --repeat 3 --out out/bench-20k.json
 
 clean:
 	rm -rf $(VENV) build out .pytest_cache .mypy_cache .ruff_cache

@@ -13,6 +13,10 @@ Per system: wall seconds, documents/s, MB/s of input, peak RSS of its processes
 (``wait4``), bytes of state on disk per document, pairwise precision/recall/F1 of
 co-membership against the connected components of "exact Jaccard >= T", and recall of the
 pairs whose exact Jaccard is at least 0.8.
+
+A shared machine's speed drifts, so ``--repeat N`` runs every system N times, in rounds (each
+round runs them all, one after the other): the table shows the median time of each, and the
+report the ratio of neardup's documents/s to the fastest peer's, per round and its median.
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +57,8 @@ class Result:
     f1: float | None = None
     recall_at_08: float | None = None
     note: str = ""
+    #: wall seconds of each round (``seconds`` is their median)
+    rounds: list[float] = field(default_factory=list)
 
 
 # A child's ru_maxrss counts the image it was forked from, so every system is started from
@@ -90,6 +98,7 @@ def _disk_bytes(path: Path) -> int:
 
 def _neardup(corpus: Path, work: Path, threshold: float) -> tuple[float, float, Path, int]:
     state, out = work / "neardup-state", work / "neardup-clusters.jsonl"
+    shutil.rmtree(state, ignore_errors=True)  # every round starts from nothing
     seconds, rss = _run(
         [sys.executable, "-m", "neardup.streams", "run", "--state", str(state), "--quiet",
          "--threshold", str(threshold), "--clusters", str(out), str(corpus)]
@@ -141,7 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--no-truth", action="store_true", help="skip accuracy (scale runs)")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of every system (median time reported)"
+    )
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat {args.repeat}: use 1 or more rounds")
     systems = [s for s in args.systems.split(",") if s]
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
@@ -163,21 +177,33 @@ def main(argv: list[str] | None = None) -> int:
             urls = [p.url for p in pages]
             del pages
         megabytes = corpus.stat().st_size / 1e6
+        installed = [
+            system
+            for system in systems
+            if system == "neardup" or importlib.util.find_spec(PEERS[system]) is not None
+        ]
+        runs: dict[str, list[tuple[float, float, Path, int]]] = {s: [] for s in installed}
+        for _ in range(args.repeat):
+            for system in installed:
+                if system == "neardup":
+                    runs[system].append(_neardup(corpus, work, args.threshold))
+                else:
+                    runs[system].append(_peer(system, corpus, work, args.threshold))
         for system in systems:
-            if system != "neardup" and importlib.util.find_spec(PEERS[system]) is None:
+            if system not in runs:
                 results.append(Result(system, note="not installed (pip install '.[bench]')"))
                 continue
-            if system == "neardup":
-                seconds, rss, out, disk = _neardup(corpus, work, args.threshold)
-            else:
-                seconds, rss, out, disk = _peer(system, corpus, work, args.threshold)
+            rounds = [seconds for seconds, _, _, _ in runs[system]]
+            seconds = statistics.median(rounds)
+            _, _, out, disk = runs[system][-1]
             result = Result(
                 system,
                 seconds=round(seconds, 2),
                 docs_per_second=round(args.docs / seconds, 1),
                 megabytes_per_second=round(megabytes / seconds, 2),
-                peak_rss_mb=round(rss, 1),
+                peak_rss_mb=round(max(r for _, r, _, _ in runs[system]), 1),
                 state_bytes_per_doc=round(disk / args.docs, 1) if disk else None,
+                rounds=[round(r, 2) for r in rounds],
             )
             if truth is not None and scores is not None:
                 predicted = _read_clusters(out)
@@ -191,13 +217,30 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "threshold": args.threshold,
         "megabytes": round(megabytes, 2),
+        "rounds": args.repeat,
         "results": [asdict(r) for r in results],
+        "neardup_over_fastest_peer": _ratios(results),
     }
     _print_table(report)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
+
+
+def _ratios(results: list[Result]) -> dict[str, object] | None:
+    """neardup's documents/s over the fastest peer's: in each round, and their median."""
+    timed = {r.system: r.rounds for r in results if r.rounds}
+    peers = [name for name in timed if name != "neardup"]
+    if "neardup" not in timed or not peers:
+        return None
+    per_round = [
+        min(timed[peer][i] for peer in peers) / mine for i, mine in enumerate(timed["neardup"])
+    ]
+    return {
+        "median": round(statistics.median(per_round), 2),
+        "rounds": [round(ratio, 2) for ratio in per_round],
+    }
 
 
 def _print_table(report: dict[str, object]) -> None:
@@ -224,3 +267,9 @@ def _print_table(report: dict[str, object]) -> None:
     )
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    ratio = report.get("neardup_over_fastest_peer")
+    if isinstance(ratio, dict):
+        print(
+            f"neardup / fastest peer, documents/s: {ratio['median']}x "
+            f"(median of {report['rounds']} rounds: {', '.join(map(str, ratio['rounds']))})"
+        )

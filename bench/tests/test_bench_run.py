@@ -17,7 +17,7 @@ def test_runner_scores_every_system_against_the_truth(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "report.json"
-    assert main(["--docs", "300", "--seed", "3", "--out", str(out)]) == 0
+    assert main(["--docs", "300", "--seed", "3", "--repeat", "2", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     results = {r["system"]: r for r in report["results"]}
     assert set(results) == {"neardup", "datasketch", "rensa", "gaoya"}
@@ -29,4 +29,18 @@ def test_runner_scores_every_system_against_the_truth(
         installed = importlib.util.find_spec(name) is not None
         assert (results[name]["f1"] is not None) == installed
         assert ("not installed" in results[name]["note"]) == (not installed)
-    assert "neardup" in capsys.readouterr().out  # the table
+    # two rounds of each: the median time is reported, and the ratio to the fastest peer
+    timed = [r for r in results.values() if r["rounds"]]
+    assert all(len(r["rounds"]) == 2 for r in timed)
+    assert all(min(r["rounds"]) <= r["seconds"] <= max(r["rounds"]) for r in timed)
+    ratio = report["neardup_over_fastest_peer"]
+    if len(timed) > 1:
+        fastest = [min(r["rounds"][i] for r in timed if r["system"] != "neardup") for i in (0, 1)]
+        assert ratio["rounds"] == [
+            round(f / m, 2) for f, m in zip(fastest, mine["rounds"], strict=True)
+        ]
+    else:
+        assert ratio is None
+    printed = capsys.readouterr().out
+    assert "neardup" in printed  # the table
+    assert ("fastest peer" in printed) == (ratio is not None)
