@@ -106,18 +106,12 @@ class FingerprintTable:
     def prefetch(self, keys: Iterable[bytes]) -> None:
         self._tx.prefetch("fingerprints", keys)
 
-    def lookup(self, kind: FingerprintKind, fingerprint: int) -> int | None:
-        return self.lookup_key(self.key(kind, fingerprint))
-
-    def register(self, kind: FingerprintKind, fingerprint: int, doc_id: int) -> None:
-        self.register_key(self.key(kind, fingerprint), doc_id)
-
-    def lookup_key(self, key: bytes) -> int | None:
-        """``lookup`` by a key made with ``key``."""
+    def lookup(self, key: bytes) -> int | None:
+        """The document registered under a key made with ``key``, if any."""
         raw = self._tx.get("fingerprints", key)
         return None if raw is None else decode_id(raw)
 
-    def register_key(self, key: bytes, doc_id: int) -> None:
+    def register(self, key: bytes, doc_id: int) -> None:
         self._tx.put("fingerprints", key, encode_id(doc_id))
 
 

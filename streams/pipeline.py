@@ -79,7 +79,7 @@ def _ref_of(view: StateView, doc_id: int) -> DocRef:
 
 def _exact_twin(view: StateView, doc: PreparedDoc) -> tuple[int, str] | None:
     for key, method in _fingerprint_keys(doc):
-        if (twin := view.fingerprints.lookup_key(key)) is not None:
+        if (twin := view.fingerprints.lookup(key)) is not None:
             return twin, method
     return None
 
@@ -151,9 +151,9 @@ def _admit(view: StateView, doc: PreparedDoc) -> tuple[int, str] | bool | None:
     twin = None
     fingerprints = view.fingerprints
     for key, method in _fingerprint_keys(doc):  # the first one known names the twin
-        known = fingerprints.lookup_key(key)
+        known = fingerprints.lookup(key)
         if known is None:
-            fingerprints.register_key(key, doc.doc_id)
+            fingerprints.register(key, doc.doc_id)
         elif twin is None:
             twin = known, method
     return twin
