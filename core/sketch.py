@@ -39,8 +39,8 @@ __all__ = [
 ]
 
 U32 = npt.NDArray[np.uint32]
-_NO_CUTOFF = (1 << 32) - 1
-_HIGH = np.uint64(32)  # the largest 32-bit value: a complete sketch keeps every value
+_NO_CUTOFF = (1 << 32) - 1  # the largest 32-bit value: a complete sketch keeps every value
+_HIGH = np.uint64(32)  # a sample value is the high 32 bits of a shingle fingerprint
 #: pairs estimated in one vectorised pass: at s = 256 each temporary (int64, both sides) is
 #: 2 MB, and about eight are alive at once
 _PAIRS_PER_CALL = 512
