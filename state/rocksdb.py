@@ -50,9 +50,7 @@ def _options(block_cache: Any, key_length: int | None = None, compress: bool = T
     # zstd: ids and fingerprints are random bytes that no codec shrinks, but the block
     # structure around them does (20k documents: 1563 -> 1460 bytes each, lz4 -> zstd);
     # the documents' table, mostly sketches, does not shrink at all (_RANDOM_TABLES)
-    options.set_compression_type(
-        DBCompressionType.zstd() if compress else DBCompressionType.none()
-    )
+    options.set_compression_type(DBCompressionType.zstd() if compress else DBCompressionType.none())
     # Most index lookups are for keys never seen before; a Bloom filter answers those without
     # reading blocks (2M keys: 8.2 -> 2.2 us per absent key), at 10 bits per key in memory
     table = BlockBasedOptions()
