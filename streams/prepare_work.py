@@ -16,9 +16,9 @@ import multiprocessing
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from functools import cache
 
-from neardup.core import BadRecordError, Page, PreparedDoc, Preparer, Settings, page_from_json
+from neardup.core import BadRecordError, Page, Preparer, Settings, page_from_json
 
-from .prepared_codec import encode_batch
+from .prepared_codec import encode_document, frame
 
 __all__ = ["MESSAGE_BYTES", "PREPARE_MODES", "Refusal", "executor", "prepare_messages"]
 
@@ -60,12 +60,15 @@ def prepare_messages(
             positions.append(index)
         except BadRecordError as error:
             refused.append((index, error.reason, str(error)))
-    settings = preparer.settings
+    prepared_with = preparer.settings.to_json().encode()
+    # a message of one document is this much more than the document's own part
+    overhead = len(frame([], prepared_with))
     messages: list[bytes] = []
-    group: list[PreparedDoc] = []
+    group: list[bytes] = []
     size = 0
     for index, doc in zip(positions, preparer.prepare(pages), strict=True):
-        one = len(encode_batch([doc], settings))
+        encoded = encode_document(doc)
+        one = overhead + len(encoded)
         if one > limit:
             refused.append(
                 (
@@ -77,10 +80,10 @@ def prepare_messages(
             )
             continue
         if group and size + one > limit:
-            messages.append(encode_batch(group, settings))
+            messages.append(frame(group, prepared_with))
             group, size = [], 0
-        group.append(doc)
+        group.append(encoded)
         size += one
     if group:
-        messages.append(encode_batch(group, settings))
+        messages.append(frame(group, prepared_with))
     return messages, sorted(refused)

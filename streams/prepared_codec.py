@@ -28,7 +28,14 @@ from neardup.core import (
     sketch_family,
 )
 
-__all__ = ["MAGIC", "decode_batch", "encode_batch", "settings_of_batch"]
+__all__ = [
+    "MAGIC",
+    "decode_batch",
+    "encode_batch",
+    "encode_document",
+    "frame",
+    "settings_of_batch",
+]
 
 MAGIC = b"NDP1"
 _U32 = struct.Struct("<I")
@@ -41,22 +48,32 @@ _HAS_SHINGLE_SET = 2
 
 def encode_batch(docs: Sequence[PreparedDoc], settings: Settings) -> bytes:
     """One message for ``docs`` (prepared with ``settings``)."""
-    settings_json = settings.to_json().encode()
-    parts = [MAGIC, _U32.pack(len(settings_json)), settings_json, _U32.pack(len(docs))]
-    for doc in docs:
-        page, prints = doc.page, doc.fingerprints
-        url, fetched_at, content_type = (
-            page.url.encode(),
-            page.fetched_at.encode(),
-            page.content_type.encode(),
-        )
-        flags = (_HAS_CANONICAL if prints.canonical is not None else 0) | (
-            _HAS_SHINGLE_SET if prints.shingle_set is not None else 0
-        )
-        sketch = doc.sketch.values.astype("<u4", copy=False)
-        supers = doc.super_shingles.astype("<u8", copy=False)
-        keys = doc.shingle_keys.astype("<u4", copy=False)
-        parts += [
+    return frame([encode_document(doc) for doc in docs], settings.to_json().encode())
+
+
+def frame(documents: Sequence[bytes], settings_json: bytes) -> bytes:
+    """One message of documents encoded by ``encode_document``, with the settings (as
+    ``Settings.to_json`` gives them, encoded) that prepared them."""
+    head = [MAGIC, _U32.pack(len(settings_json)), settings_json, _U32.pack(len(documents))]
+    return b"".join([*head, *documents])
+
+
+def encode_document(doc: PreparedDoc) -> bytes:
+    """One document's part of a message."""
+    page, prints = doc.page, doc.fingerprints
+    url, fetched_at, content_type = (
+        page.url.encode(),
+        page.fetched_at.encode(),
+        page.content_type.encode(),
+    )
+    flags = (_HAS_CANONICAL if prints.canonical is not None else 0) | (
+        _HAS_SHINGLE_SET if prints.shingle_set is not None else 0
+    )
+    sketch = doc.sketch.values.astype("<u4", copy=False)
+    supers = doc.super_shingles.astype("<u8", copy=False)
+    keys = doc.shingle_keys.astype("<u4", copy=False)
+    return b"".join(
+        [
             _HEADER.pack(
                 doc.doc_id,
                 prints.raw,
@@ -78,7 +95,7 @@ def encode_batch(docs: Sequence[PreparedDoc], settings: Settings) -> bytes:
             fetched_at,
             content_type,
         ]
-    return b"".join(parts)
+    )
 
 
 def _bad(message: str) -> BadRecordError:
