@@ -38,6 +38,13 @@ _BLOCK_CACHE = 32 << 20
 #: both). The value is the key length, used as the hashed prefix.
 _HASHED_TABLES = {"supershingles": 4, "shingles": 4, "fingerprints": 9}
 _HASH_BUCKETS = 1 << 16
+# Their keys are random, so every file of a level spans the whole key range, and each
+# compaction into a level rewrites all of it that overlaps: with RocksDB's 256 MB base level
+# and 64 MB files, a growing index was rewritten whole every 16 MB flushed. Small files and a
+# small base level bound the rewrite per compaction (500k documents: compaction CPU 131 ->
+# 60 s, peak RSS 341 -> 312 MB; disk and 20k/100k times unchanged).
+_HASHED_FILE = 8 << 20
+_HASHED_LEVEL_BASE = 32 << 20
 #: Tables whose values are mostly random bytes (sketches): zstd finds nothing to take out, and
 #: trying costs flush time (the same bytes on disk without it)
 _RANDOM_TABLES = frozenset({"docs"})
@@ -71,6 +78,8 @@ def _options(block_cache: Any, key_length: int | None = None, compress: bool = T
         memtable = MemtableFactory.hash_link_list(_HASH_BUCKETS)  # type: ignore[call-arg]
         options.set_memtable_factory(memtable)
         options.set_write_buffer_size(_HASHED_WRITE_BUFFER)
+        options.set_target_file_size_base(_HASHED_FILE)
+        options.set_max_bytes_for_level_base(_HASHED_LEVEL_BASE)
     return options
 
 
