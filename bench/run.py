@@ -4,15 +4,18 @@ The corpus (bench/corpus.py) is written once as JSON Lines; the ground truth is 
 once by brute force (bench/truth.py) on neardup's canonical shingle sets; then each system
 runs in its own process, end to end from reading the file to writing its clusters:
 
-* neardup: ``neardup run --state DIR --quiet FILE`` then ``neardup clusters --state DIR``;
+* neardup: ``neardup run --prepare thread --state DIR --quiet --clusters OUT FILE``, one
+  process: the system the targets speak of;
+* neardup-process: the same with ``--prepare process`` (the default of ``neardup run``):
+  pages are prepared in a child process, on a second core;
 * the peers: ``python -m bench.peers.<peer> FILE OUT`` (bench/peers/: the same canonical
   tokens and w-shingles, each peer's own MinHash, its own LSH index and verification of
   candidates at the threshold, union-find over the verified pairs).
 
-Per system: wall seconds, documents/s, MB/s of input, peak RSS of its processes
-(``wait4``), bytes of state on disk per document, pairwise precision/recall/F1 of
-co-membership against the connected components of "exact Jaccard >= T", and recall of the
-pairs whose exact Jaccard is at least 0.8.
+Per system: wall seconds, documents/s, MB/s of input, peak RSS (``wait4``; for a system of
+several processes, the peak of their sum, sampled every 20 ms), bytes of state on disk per
+document, pairwise precision/recall/F1 of co-membership against the connected components of
+"exact Jaccard >= T", and recall of the pairs whose exact Jaccard is at least 0.8.
 
 A shared machine's speed drifts, so ``--repeat N`` runs every system N times, in rounds (each
 round runs them all, one after the other): the table shows the median time of each, and the
@@ -41,7 +44,9 @@ from .truth import PairScores, pair_scores, pairwise_scores, true_clusters
 __all__ = ["Result", "main"]
 
 PEERS = {"datasketch": "datasketch", "rensa": "rensa", "gaoya": "gaoya"}
-SYSTEMS = ("neardup", *PEERS)
+#: neardup in one process, and with a prepare process
+NEARDUP = {"neardup": "thread", "neardup-process": "process"}
+SYSTEMS = (*NEARDUP, *PEERS)
 
 
 @dataclass(slots=True)
@@ -62,14 +67,40 @@ class Result:
 
 
 # A child's ru_maxrss counts the image it was forked from, so every system is started from
-# this small, fresh interpreter, which reports its own child's peak.
+# this small, fresh interpreter, which reports its own child's peak: wait4 gives the peak of
+# the largest process, so the sum of the process tree is sampled too, for systems of several.
 _MEASURE = """
-import resource, subprocess, sys
+import os, resource, subprocess, sys, time
+def tree_kb(root):
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                parents[int(pid)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    tree, grew = {root}, True
+    while grew:
+        more = {p for p, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    total = 0
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                total += sum(int(l.split()[1]) for l in fh if l.startswith("VmRSS:"))
+        except OSError:
+            pass
+    return total
 out = sys.argv[1]
 with open(out if out != "-" else "/dev/null", "w") as stdout:
-    code = subprocess.run(sys.argv[2:], stdout=stdout).returncode
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-sys.exit(code)
+    child = subprocess.Popen(sys.argv[2:], stdout=stdout)
+    summed = 0
+    while child.poll() is None:
+        summed = max(summed, tree_kb(child.pid))
+        time.sleep(0.02)
+print(max(summed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(child.returncode)
 """
 
 
@@ -96,12 +127,15 @@ def _disk_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def _neardup(corpus: Path, work: Path, threshold: float) -> tuple[float, float, Path, int]:
-    state, out = work / "neardup-state", work / "neardup-clusters.jsonl"
+def _neardup(
+    system: str, corpus: Path, work: Path, threshold: float
+) -> tuple[float, float, Path, int]:
+    state, out = work / f"{system}-state", work / f"{system}-clusters.jsonl"
     shutil.rmtree(state, ignore_errors=True)  # every round starts from nothing
     seconds, rss = _run(
-        [sys.executable, "-m", "neardup.streams", "run", "--state", str(state), "--quiet",
-         "--threshold", str(threshold), "--clusters", str(out), str(corpus)]
+        [sys.executable, "-m", "neardup.streams", "run", "--prepare", NEARDUP[system],
+         "--state", str(state), "--quiet", "--threshold", str(threshold), "--clusters",
+         str(out), str(corpus)]
     )  # fmt: skip
     return seconds, rss, out, _disk_bytes(state)
 
@@ -180,13 +214,13 @@ def main(argv: list[str] | None = None) -> int:
         installed = [
             system
             for system in systems
-            if system == "neardup" or importlib.util.find_spec(PEERS[system]) is not None
+            if system in NEARDUP or importlib.util.find_spec(PEERS[system]) is not None
         ]
         runs: dict[str, list[tuple[float, float, Path, int]]] = {s: [] for s in installed}
         for _ in range(args.repeat):
             for system in installed:
-                if system == "neardup":
-                    runs[system].append(_neardup(corpus, work, args.threshold))
+                if system in NEARDUP:
+                    runs[system].append(_neardup(system, corpus, work, args.threshold))
                 else:
                     runs[system].append(_peer(system, corpus, work, args.threshold))
         for system in systems:
@@ -220,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.repeat,
         "results": [asdict(r) for r in results],
         "neardup_over_fastest_peer": _ratios(results),
+        "neardup_process_over_fastest_peer": _ratios(results, "neardup-process"),
     }
     _print_table(report)
     if args.out:
@@ -228,14 +263,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _ratios(results: list[Result]) -> dict[str, object] | None:
-    """neardup's documents/s over the fastest peer's: in each round, and their median."""
+def _ratios(results: list[Result], system: str = "neardup") -> dict[str, object] | None:
+    """A neardup system's documents/s over the fastest peer's: in each round, and their
+    median."""
     timed = {r.system: r.rounds for r in results if r.rounds}
-    peers = [name for name in timed if name != "neardup"]
-    if "neardup" not in timed or not peers:
+    peers = [name for name in timed if name in PEERS]
+    if system not in timed or not peers:
         return None
     per_round = [
-        min(timed[peer][i] for peer in peers) / mine for i, mine in enumerate(timed["neardup"])
+        min(timed[peer][i] for peer in peers) / mine for i, mine in enumerate(timed[system])
     ]
     return {
         "median": round(statistics.median(per_round), 2),
@@ -267,9 +303,10 @@ def _print_table(report: dict[str, object]) -> None:
     )
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-    ratio = report.get("neardup_over_fastest_peer")
-    if isinstance(ratio, dict):
-        print(
-            f"neardup / fastest peer, documents/s: {ratio['median']}x "
-            f"(median of {report['rounds']} rounds: {', '.join(map(str, ratio['rounds']))})"
-        )
+    for system in NEARDUP:
+        ratio = report.get(system.replace("-", "_") + "_over_fastest_peer")
+        if isinstance(ratio, dict):
+            print(
+                f"{system} / fastest peer, documents/s: {ratio['median']}x (median of "
+                f"{report['rounds']} rounds: {', '.join(map(str, ratio['rounds']))})"
+            )

@@ -15,6 +15,7 @@ from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Page, Settings
 from neardup.state import State
 
 from . import embedded, reports
+from .prepare_work import PREPARE_MODES
 from .progress import Progress
 
 __all__ = ["main"]
@@ -124,6 +125,13 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_RECORD_BYTES,
         metavar="N",
         help=f"larger records are dead letters (default {DEFAULT_MAX_RECORD_BYTES})",
+    )
+    run.add_argument(
+        "--prepare",
+        choices=PREPARE_MODES,
+        default="process",
+        help="prepare pages in a child process (default: a second core) or in a thread "
+        "(one process)",
     )
     run.add_argument(
         "--clusters",
@@ -288,7 +296,6 @@ def _worker_flag(field: str) -> str:
 
 
 def _add_worker(commands: Any) -> None:
-    from .prepare_work import PREPARE_MODES
     from .worker_config import ENVIRONMENT
 
     worker = commands.add_parser(
@@ -385,7 +392,14 @@ def _run(args: argparse.Namespace) -> int:
         )
         progress = None if args.quiet else Progress()
         summary = embedded.run(
-            state, args.inputs, events, dead, args.batch_size, args.max_record_bytes, progress
+            state,
+            args.inputs,
+            events,
+            dead,
+            args.batch_size,
+            args.max_record_bytes,
+            progress,
+            args.prepare,
         )
         if progress is not None:
             progress.close()

@@ -1,4 +1,5 @@
-"""The embedded mode: input files in, events out, on one state directory, in one process."""
+"""The embedded mode: input files in, events out, on one state directory, without Kafka; pages
+are prepared in a thread or in a child process (``neardup run``'s default)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -16,6 +17,7 @@ from neardup.state import State
 from .events import ClusterMerged, Duplicate
 from .inputs import DeadLetter, iter_records
 from .pipeline import Detector
+from .prepare_work import executor, prepare_pages
 from .progress import Progress
 
 __all__ = ["RunSummary", "run"]
@@ -87,8 +89,13 @@ def run(
     batch_size: int = 256,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     progress: Progress | None = None,
+    prepare: str = "thread",
 ) -> RunSummary:
-    """Process every input into the state; write events and dead letters as JSON Lines."""
+    """Process every input into the state; write events and dead letters as JSON Lines.
+
+    ``prepare``: where pages are prepared while the batch before them is detected, "process"
+    (a child process: a second core) or "thread" (this process; ``prepare_work`` says why a
+    thread gains little)."""
     detector = Detector(state)
     summary = RunSummary()
     started = time.monotonic()
@@ -112,13 +119,13 @@ def run(
         if progress is not None:
             progress.update(summary.records, sum(summary.dead_letters.values()))
 
-    # The next batch is prepared (parsed, tokenised, sketched) in a second thread while this
-    # one is ingested: RocksDB reads and numpy release the GIL, so the two overlap. Batches
-    # are still ingested one at a time, in input order.
-    with ThreadPoolExecutor(1, thread_name_prefix="neardup-prepare") as preparing:
+    settings = state.settings.to_json()
+    # The next batch is prepared (parsed, tokenised, sketched) while this one is ingested;
+    # batches are still ingested one at a time, in input order.
+    with executor(prepare) as preparing:
         waiting: tuple[Future[list[PreparedDoc]] | None, list[DeadLetter]] | None = None
         for pages, dead in _batches(_all_records(inputs, max_record_bytes), batch_size):
-            ahead = preparing.submit(detector.preparer.prepare, pages) if pages else None
+            ahead = preparing.submit(prepare_pages, pages, settings) if pages else None
             if waiting is not None:
                 finish(*waiting)
             waiting = (ahead, dead)

@@ -1,13 +1,18 @@
-"""The prepare agent's work: page messages in, prepared batches out, in a child process.
+"""Preparing pages away from the detector: the prepare agent's work (page messages in,
+prepared batches out), and the embedded run's (pages in, prepared documents out).
 
 Preparing (parse, canonical form, shingles, sketch) is most of a page's cost and keeps no
-state, so a worker does it in a process of its own by default: the worker's interpreter
-keeps its GIL for Faust and the detector, and the two use two cores (measured: one worker
-on a 10k-page backlog, 1,310 docs/s with a prepare thread). ``executor("thread")`` keeps it
-in the worker process, for a machine with one core.
+state, so a worker, and ``neardup run``, do it in a process of their own by default: the
+detector's interpreter keeps its GIL, and the two use two cores. A thread does not: the HTML
+parser releases the GIL for every page and then waits for it while the detector runs Python,
+up to a switch interval (5 ms) each time (``python -m bench.gil_convoy``: 31 us per page
+alone, 10 ms beside a busy thread), so the two threads mostly take turns.
+``executor("thread")`` keeps preparing in the process, for a machine with one core or for a
+single-process measurement.
 
 Arguments and results cross the process boundary, so they are plain data: the settings as
-JSON, and refusals as (index, reason, message) instead of exceptions.
+JSON, refusals as (index, reason, message) instead of exceptions, and pages and prepared
+documents as frozen dataclasses of strings, numbers and numpy arrays (pickled).
 """
 
 from __future__ import annotations
@@ -16,11 +21,18 @@ import multiprocessing
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from functools import cache
 
-from neardup.core import BadRecordError, Page, Preparer, Settings, page_from_json
+from neardup.core import BadRecordError, Page, PreparedDoc, Preparer, Settings, page_from_json
 
 from .prepared_codec import encode_document, frame
 
-__all__ = ["MESSAGE_BYTES", "PREPARE_MODES", "Refusal", "executor", "prepare_messages"]
+__all__ = [
+    "MESSAGE_BYTES",
+    "PREPARE_MODES",
+    "Refusal",
+    "executor",
+    "prepare_messages",
+    "prepare_pages",
+]
 
 #: prepared batches stay well under Kafka's default 1 MB message limit
 MESSAGE_BYTES = 512 * 1024
@@ -43,6 +55,11 @@ def executor(mode: str) -> Executor:
     if mode == "thread":
         return ThreadPoolExecutor(1, thread_name_prefix="neardup-prepare")
     raise ValueError(f"prepare mode {mode!r}: use one of {', '.join(PREPARE_MODES)}")
+
+
+def prepare_pages(pages: list[Page], settings_json: str) -> list[PreparedDoc]:
+    """``Preparer.prepare`` with the settings as JSON: what an executor of either mode runs."""
+    return _preparer(settings_json).prepare(pages)
 
 
 def prepare_messages(

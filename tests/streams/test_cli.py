@@ -94,6 +94,19 @@ def test_run_can_write_the_clusters_it_leaves(state: Path, tmp_path: Path) -> No
     assert lines == _clusters(target) and len(lines) >= 14
 
 
+def test_a_prepare_thread_finds_what_the_prepare_process_found(state: Path, tmp_path: Path) -> None:
+    # the fixture ran with the default, a prepare process
+    target, events, letters = tmp_path / "thread", tmp_path / "events.jsonl", tmp_path / "dl"
+    result = neardup(
+        "run", "--state", str(target), "--prepare", "thread", "--events", str(events),
+        "--dead-letters", str(letters), str(SAMPLE),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert events.read_text() == (state.parent / "events.jsonl").read_text()
+    assert letters.read_text() == (state / "dead-letters.jsonl").read_text()
+    assert _clusters(target, "--all") == _clusters(state, "--all")
+
+
 def test_second_run_on_the_same_input_adds_nothing(state: Path, tmp_path: Path) -> None:
     before = _clusters(state)
     result = neardup(
