@@ -72,25 +72,23 @@ class Result:
 _MEASURE = """
 import os, resource, subprocess, sys, time
 def tree_kb(root):
-    parents = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                parents[int(pid)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            pass
-    tree, grew = {root}, True
-    while grew:
-        more = {p for p, parent in parents.items() if parent in tree} - tree
-        tree |= more
-        grew = bool(more)
-    total = 0
-    for pid in tree:
+    # walks down from the root through each thread's children list: reading every process's
+    # stat to find them cost 1.8 ms of CPU per sample, on the cores being measured
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
         try:
             with open(f"/proc/{pid}/status") as fh:
                 total += sum(int(l.split()[1]) for l in fh if l.startswith("VmRSS:"))
-        except OSError:
-            pass
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:  # it ended
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children") as fh:
+                    todo.extend(map(int, fh.read().split()))
+            except OSError:
+                pass
     return total
 out = sys.argv[1]
 with open(out if out != "-" else "/dev/null", "w") as stdout:
@@ -253,8 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         "megabytes": round(megabytes, 2),
         "rounds": args.repeat,
         "results": [asdict(r) for r in results],
-        "neardup_over_fastest_peer": _ratios(results),
-        "neardup_process_over_fastest_peer": _ratios(results, "neardup-process"),
+        **{_ratio_key(system): _ratios(results, system) for system in NEARDUP},
     }
     _print_table(report)
     if args.out:
@@ -263,7 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _ratios(results: list[Result], system: str = "neardup") -> dict[str, object] | None:
+def _ratio_key(system: str) -> str:
+    """Where the report keeps a neardup system's ratio: ``neardup_over_fastest_peer``, ..."""
+    return system.replace("-", "_") + "_over_fastest_peer"
+
+
+def _ratios(results: list[Result], system: str) -> dict[str, object] | None:
     """A neardup system's documents/s over the fastest peer's: in each round, and their
     median."""
     timed = {r.system: r.rounds for r in results if r.rounds}
@@ -304,7 +306,7 @@ def _print_table(report: dict[str, object]) -> None:
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
     for system in NEARDUP:
-        ratio = report.get(system.replace("-", "_") + "_over_fastest_peer")
+        ratio = report.get(_ratio_key(system))
         if isinstance(ratio, dict):
             print(
                 f"{system} / fastest peer, documents/s: {ratio['median']}x (median of "
