@@ -148,7 +148,7 @@ class Tokenizer:
         code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         terms = _token_table().take(code_points)  # folded code point + 1, 0 between tokens
         if len(terms) and terms.max() == _EXPANDS:
-            return self.hash_batch(_fold_expanding(texts, terms))
+            texts, terms = _fold_expanding(texts, terms)
         lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
         doc_starts = np.cumsum(lengths + 1) - (lengths + 1)
         if self.unit == "character":
@@ -179,9 +179,20 @@ class Tokenizer:
         return starts, fmix64(polynomial ^ (lengths * np.uint64(0x9E3779B97F4A7C15)) ^ self._mix)
 
 
-def _fold_expanding(texts: list[str], terms: npt.NDArray[np.uint32]) -> list[str]:
-    """The texts, those holding a character that folds to several ones folded by Python."""
+def _fold_expanding(
+    texts: list[str], terms: npt.NDArray[np.uint32]
+) -> tuple[list[str], npt.NDArray[np.uint32]]:
+    """The texts, those holding a character that folds to several ones folded by Python, and
+    the terms of them all (only the folded texts are looked up again)."""
     lengths = np.fromiter((len(t) + 1 for t in texts), dtype=np.int64, count=len(texts))
-    owners = np.searchsorted(np.cumsum(lengths), np.flatnonzero(terms == _EXPANDS), side="right")
-    folding = set(owners.tolist())
-    return [text.casefold() if index in folding else text for index, text in enumerate(texts)]
+    ends = np.cumsum(lengths)  # each text with the NUL after it
+    folding = np.unique(np.searchsorted(ends, np.flatnonzero(terms == _EXPANDS), side="right"))
+    folded, pieces, done = list(texts), [], 0
+    for index in folding.tolist():
+        start = int(ends[index] - lengths[index])
+        folded[index] = texts[index].casefold()
+        code_points = folded[index].encode("utf-32-le", "surrogatepass")
+        pieces += [terms[done:start], _token_table().take(np.frombuffer(code_points, np.uint32))]
+        done = start + len(texts[index])
+    pieces.append(terms[done:])
+    return folded, np.concatenate(pieces)

@@ -13,17 +13,24 @@ entry met.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from neardup.core import StateError
 
 from .codec import EntryLayout, Postings
+from .key_filter import KeyFilter
+from .store import Store
 from .transaction import Transaction
 
-__all__ = ["Meetings", "PostingIndex"]
+__all__ = ["INDEX_TABLES", "Meetings", "PostingIndex", "read_key_filter"]
+
+#: the tables that are posting indexes
+INDEX_TABLES = ("supershingles", "shingles")
 
 I64 = npt.NDArray[np.int64]
 U32 = npt.NDArray[np.uint32]
@@ -141,16 +148,54 @@ class _Batch:
         return self._plain[owner]
 
 
+def read_key_filter(store: Store, table: str) -> KeyFilter:
+    """A filter of every key an index holds in ``store``."""
+    return KeyFilter.of(_key_chunks(store.keys(table)))
+
+
+def _key_chunks(keys: Iterator[bytes], size: int = 1 << 16) -> Iterator[U32]:
+    while chunk := list(islice(keys, size)):
+        raw = b"".join(chunk)
+        if len(raw) != 4 * len(chunk):
+            raise StateError("an index holds a key that is not 4 bytes long: the state is damaged")
+        yield np.frombuffer(raw, _KEY).astype(np.uint32)
+
+
 class PostingIndex:
     """Each entry keeps its document's id and a size (``layout``), so that candidates can be
     filtered before their sketches are read, and where the layout says so the key's position
-    among the document's keys (``neardup.core.prefix_filter``)."""
+    among the document's keys (``neardup.core.prefix_filter``).
 
-    def __init__(self, tx: Transaction, table: str, cap: int, layout: EntryLayout) -> None:
+    With a ``key_filter`` (the filter of every key in the index, made when first needed, and
+    kept up to date here), posting does not look up keys it rules out."""
+
+    def __init__(
+        self,
+        tx: Transaction,
+        table: str,
+        cap: int,
+        layout: EntryLayout,
+        key_filter: Callable[[], KeyFilter] | None = None,
+    ) -> None:
         self._tx = tx
         self._table = table
         self._cap = cap
         self._layout = layout
+        self._key_filter = key_filter
+
+    def _stored(
+        self, keys: U32, encoded: list[bytes], key_filter: KeyFilter | None
+    ) -> list[bytes | None]:
+        """The stored lists of distinct keys (``encoded``: the same keys as stored)."""
+        if key_filter is None:
+            return self._tx.get_many(self._table, encoded)
+        asked = np.flatnonzero(key_filter.may_hold(keys)).tolist()
+        stored: list[bytes | None] = [None] * len(encoded)
+        for at, raw in zip(
+            asked, self._tx.get_many(self._table, [encoded[at] for at in asked]), strict=True
+        ):
+            stored[at] = raw
+        return stored
 
     def candidates(self, keys: U32) -> set[int]:
         """The documents sharing at least one (non-stop) key."""
@@ -177,9 +222,12 @@ class PostingIndex:
         if not len(carried.keys):
             return self._group([], len(doc_ids), stopped)
         keys = _encoded(carried.keys)
-        stored = self._tx.get_many(self._table, keys)
+        key_filter = None if self._key_filter is None else self._key_filter()
+        stored = self._stored(carried.keys, keys, key_filter)
         # the common case, a key new to the index carried by one document: packed in one go
         absent = np.fromiter((raw is None for raw in stored), np.bool_, len(stored))
+        if key_filter is not None:  # every absent key is written below
+            key_filter.add(carried.keys[absent])
         new = absent & (carried.counts == 1)
         only = carried.order[carried.starts[new]]  # each new key's one carrier
         owner = carried.owners[only]
@@ -201,8 +249,31 @@ class PostingIndex:
         )
         met: list[_Met] = []
         batch = _Batch(doc_ids, sizes, self._layout)
+        # the next most common case, a stored key carried by one document: appended to here
+        # unless it is a stop key, reaches the cap, or already lists the document (a replay)
+        single = ~absent & (carried.counts == 1)
+        carriers = carried.order[carried.starts[single]]
+        full = (self._cap - 1) * width
+        slow: list[int] = []
+        for i, owner, position in zip(
+            np.flatnonzero(single).tolist(),
+            carried.owners[carriers].tolist(),
+            carried.positions[carriers].tolist(),
+            strict=True,
+        ):
+            raw = stored[i]
+            assert raw is not None
+            if (
+                len(raw) % width
+                or len(raw) >= full
+                or _index_of(doc_ids[owner], raw, width) is not None
+            ):
+                slow.append(i)
+                continue
+            met.append(_Met(raw, owner, position))
+            self._tx.put(self._table, keys[i], raw + batch.entry(owner, position))
         owners, positions = carried.owners.tolist(), carried.positions.tolist()
-        for i in np.flatnonzero(~new).tolist():
+        for i in sorted(slow + np.flatnonzero(~new & ~single).tolist()):
             rows = carried.rows(i)
             self._add_in_order(
                 keys[i],
@@ -223,15 +294,16 @@ class PostingIndex:
         met: list[_Met],
         stopped: I64,
     ) -> None:
-        postings = Postings.decode(raw, self._layout) if raw is not None else None
-        if postings is not None and postings.stopped:
+        width = self._layout.dtype.itemsize
+        # only a stop key is not a whole number of entries: the others are not decoded here
+        if raw is not None and len(raw) % width:
+            postings = Postings.decode(raw, self._layout)
             for owner, _ in owners:
                 stopped[owner] += 1
             self._mark_stop(key, postings.requests + len(owners))
             return
         # bytes, not arrays: most lists are short, and numpy's set-up would cost more
         value = raw or b""
-        width = self._layout.dtype.itemsize
         for index, (owner, position) in enumerate(owners):
             seen = _index_of(batch.doc_ids[owner], value, width)
             if seen is not None:  # a replay meets the same documents as the first time

@@ -44,6 +44,11 @@ class Store(abc.ABC):
     def items(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         """Every key and value of a table, in ascending key order."""
 
+    def keys(self, table: str) -> Iterator[bytes]:
+        """Every key of a table, in ascending order."""
+        for key, _ in self.items(table):
+            yield key
+
     @abc.abstractmethod
     def write(self, changes: Changes) -> None:
         """Apply puts and deletes over several tables, all or nothing."""

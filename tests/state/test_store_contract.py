@@ -36,6 +36,7 @@ def test_tables_are_separate_namespaces(store: Store) -> None:
 def test_items_ascending_by_key(store: Store) -> None:
     store.write({"docs": {b"\x02": b"b", b"\x01": b"a", b"\x01\x00": b"c", b"\xff": b"d"}})
     assert [k for k, _ in store.items("docs")] == [b"\x01", b"\x01\x00", b"\x02", b"\xff"]
+    assert list(store.keys("docs")) == [b"\x01", b"\x01\x00", b"\x02", b"\xff"]
 
 
 def test_unknown_table_is_refused(store: Store) -> None:
@@ -125,5 +126,6 @@ def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: 
         keys = [*expected, b"\x09\x09\x09\x09\x09", b"\x00" * 20]
         assert rocks.get_many(table, keys) == [expected.get(key) for key in keys]
         assert list(rocks.items(table)) == sorted(expected.items())
+        assert list(rocks.keys(table)) == sorted(expected)
     with RocksDBStore(tmp_path / "db") as reopened:
         assert list(reopened.items(table)) == sorted(expected.items())

@@ -1,0 +1,121 @@
+"""Which keys an index may hold, answered in memory: a Bloom filter that grows with the index.
+
+Most keys a document brings to the super-shingle index are new to it (at 20k documents 82 %,
+at 450k 75 %). RocksDB answers such a key from its own Bloom filter, but only after a call
+through rocksdict that holds the GIL (about 1 us each, 26 keys per document); this filter
+answers a whole batch in a few numpy operations, so the store is asked only for keys it may
+hold. It has no false negatives: a key added is always reported. A few percent of absent keys
+are reported too (each full stage adds 0.8 %: 3.8 % at 2M keys added in batches), and cost the
+store read they would have cost anyway.
+
+It is blocked (all bits of a key in one 64-bit word: one memory access per key) and scalable
+(Almeida et al., "Scalable Bloom Filters", 2007): when a stage holds its capacity, later keys go
+to a new stage of twice the size, and a query asks every stage. No stage is ever rebuilt, so
+the keys need not be kept; opening a state reads its keys once (``of``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["KeyFilter"]
+
+U32 = npt.NDArray[np.uint32]
+U64 = npt.NDArray[np.uint64]
+
+#: keys per 64-bit word at capacity (16 bits per key): with 3 bits per key, 0.8 % of absent
+#: keys pass one full stage
+_KEYS_PER_WORD = 4
+_FIRST_CAPACITY = 1 << 16
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers: bijections of 64-bit integers
+_MIX_BITS = np.uint64(0xC2B2AE3D27D4EB4F)
+_SIX = np.uint64(63)
+
+
+class _Stage:
+    def __init__(self, capacity: int) -> None:
+        words = max(1, capacity // _KEYS_PER_WORD)
+        self.shift = np.uint64(64 - (words.bit_length() - 1))  # words is a power of two
+        self.words: U64 = np.zeros(words, np.uint64)
+        self.capacity = capacity
+        self.count = 0
+
+    def word_of(self, mixed: U64) -> npt.NDArray[np.intp]:
+        if self.shift == 64:  # a one-word stage: numpy leaves a 64-bit shift undefined
+            return np.zeros(len(mixed), np.intp)
+        return (mixed >> self.shift).astype(np.intp)
+
+
+class KeyFilter:
+    """A growing Bloom filter over 32-bit keys; ``may_hold`` never misses an added key."""
+
+    def __init__(self, first_capacity: int = _FIRST_CAPACITY) -> None:
+        if first_capacity < 1:
+            raise ValueError(f"first_capacity={first_capacity!r} must be a positive integer")
+        self._stages = [_Stage(_power_of_two(first_capacity))]
+
+    def __len__(self) -> int:
+        """How many keys were added (a key added twice counts twice)."""
+        return sum(stage.count for stage in self._stages)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(stage.words.nbytes for stage in self._stages)
+
+    def add(self, keys: U32) -> None:
+        keys = np.asarray(keys, np.uint32)
+        while len(keys):
+            stage = self._stages[-1]
+            room = stage.capacity - stage.count
+            if room <= 0:
+                self._stages.append(_Stage(stage.capacity * 2))
+                continue
+            now, keys = keys[:room], keys[room:]
+            mixed, bits = _hashes(now)
+            words = stage.word_of(mixed)
+            while len(words):  # of keys in the same word, one is set per pass (faster than .at)
+                stage.words[words] |= bits
+                lost = (stage.words[words] & bits) != bits
+                words, bits = words[lost], bits[lost]
+            stage.count += len(now)
+
+    @classmethod
+    def of(cls, chunks: Iterable[U32]) -> KeyFilter:
+        """A filter holding every key of an index read in chunks (when a state is opened),
+        with room for as many again in its first stage."""
+        arrays = list(chunks)
+        made = cls(max(_FIRST_CAPACITY, 2 * sum(len(keys) for keys in arrays)))
+        for keys in arrays:
+            made.add(keys)
+        return made
+
+    def may_hold(self, keys: U32) -> npt.NDArray[np.bool_]:
+        """For each key, False if it was certainly never added."""
+        mixed, bits = _hashes(np.asarray(keys, np.uint32))
+        held = np.zeros(len(mixed), np.bool_)
+        for stage in self._stages:
+            if stage.count:
+                held |= (stage.words[stage.word_of(mixed)] & bits) == bits
+        return held
+
+
+def _hashes(keys: U32) -> tuple[U64, U64]:
+    """Per key: a mixed 64-bit value (its top bits choose the word) and the key's 3 bits."""
+    mixed: U64 = (keys.astype(np.uint64) + np.uint64(1)) * _MIX
+    spread = mixed * _MIX_BITS
+    one = np.uint64(1)
+    bits: U64 = (
+        (one << (spread >> np.uint64(58)))
+        | (one << ((spread >> np.uint64(52)) & _SIX))
+        | (one << ((spread >> np.uint64(46)) & _SIX))
+    )
+    return mixed, bits
+
+
+def _power_of_two(capacity: int) -> int:
+    """The capacity rounded up so that a stage has a power-of-two number of words."""
+    words = max(1, -(-capacity // _KEYS_PER_WORD))
+    return (1 << (words - 1).bit_length()) * _KEYS_PER_WORD
