@@ -43,5 +43,9 @@ class MemoryStore(Store):
                 else:
                     target[key] = bytes(value)
 
+    def flush_in_background(self) -> None:
+        if self._tables is None:
+            raise RuntimeError("the store is closed")  # and there is no disk to write to
+
     def close(self) -> None:
         self._tables = None

@@ -155,6 +155,14 @@ class RocksDBStore(Store):
         if len(batch):
             self._db.write(batch)
 
+    def flush_in_background(self) -> None:
+        if self._db is None:
+            raise RuntimeError("the store is closed")
+        # closing flushes each table in turn while the caller waits (0.25 s of a 20k run);
+        # started early, the flushes run in RocksDB's threads beside whatever comes next
+        for family in self._families.values():
+            family.flush(wait=False)
+
     def disk_bytes(self) -> int:
         if self._db is not None:
             self._db.flush()

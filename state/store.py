@@ -57,6 +57,11 @@ class Store(abc.ABC):
     def close(self) -> None:
         """Release the store; further use is an error."""
 
+    @abc.abstractmethod
+    def flush_in_background(self) -> None:
+        """Start writing what is buffered in memory to disk, without waiting: ``close`` waits
+        for it. Reads and writes go on meanwhile."""
+
     def disk_bytes(self) -> int:
         """Bytes the store occupies on disk (0 for memory)."""
         return 0

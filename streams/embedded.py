@@ -131,6 +131,8 @@ def run(
             waiting = (ahead, dead)
         if waiting is not None:
             finish(*waiting)
+    # the input is done: the state's buffered writes go to disk while the caller goes on
+    state.store.flush_in_background()
     if events is not None:
         events.flush()
     if dead_letters is not None:

@@ -57,6 +57,8 @@ def test_closed_store_refuses_use(store: Store) -> None:
     store.close()
     with pytest.raises(RuntimeError, match="closed"):
         store.get("docs", b"k")
+    with pytest.raises(RuntimeError, match="closed"):
+        store.flush_in_background()
 
 
 def test_transaction_reads_its_own_writes_and_commits_atomically(store: Store) -> None:
@@ -98,11 +100,22 @@ def test_memory_and_rocksdb_agree(
         assert memory.get_many("shingles", keys) == rocks.get_many("shingles", keys)
 
 
+def test_flushing_in_background_leaves_reads_and_writes_as_they_were(store: Store) -> None:
+    store.write({"supershingles": {b"abcd": b"1"}, "docs": {b"k": b"v"}})
+    store.flush_in_background()
+    store.write({"docs": {b"k2": b"w"}})  # writes go on while the flush runs
+    assert store.get_many("docs", [b"k", b"k2"]) == [b"v", b"w"]
+    assert store.get("supershingles", b"abcd") == b"1"
+
+
 def test_rocksdb_survives_reopen(tmp_path: Path) -> None:
     with RocksDBStore(tmp_path / "db") as first:
         first.write({"docs": {b"k": b"v"}})
+        first.flush_in_background()
+        first.write({"docs": {b"later": b"w"}})
     with RocksDBStore(tmp_path / "db") as second:
         assert second.get("docs", b"k") == b"v"
+        assert second.get("docs", b"later") == b"w"  # written after the flush began
         assert second.disk_bytes() > 0
 
 
