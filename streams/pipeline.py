@@ -7,6 +7,7 @@ batch of pages in one transaction. The Kafka topology calls the same functions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -321,7 +322,12 @@ class Detector:
     def __init__(self, state: State) -> None:
         self.state = state
         self.settings = state.settings
-        self.preparer = Preparer(state.settings)
+
+    @cached_property
+    def preparer(self) -> Preparer:
+        """Made when first used: the embedded runner and the Kafka worker prepare pages
+        elsewhere (a thread or a child process) and only ``ingest`` here."""
+        return Preparer(self.settings)
 
     def process(self, pages: list[Page]) -> BatchResult:
         return self.ingest(self.preparer.prepare(pages))
