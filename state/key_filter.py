@@ -11,7 +11,7 @@ store read they would have cost anyway.
 It is blocked (all bits of a key in one 64-bit word: one memory access per key) and scalable
 (Almeida et al., "Scalable Bloom Filters", 2007): when a stage holds its capacity, later keys go
 to a new stage of twice the size, and a query asks every stage. No stage is ever rebuilt, so
-the keys need not be kept; opening a state reads its keys once (``of``).
+the keys need not be kept; a state reads an index's keys once, when it first posts (``of``).
 """
 
 from __future__ import annotations
