@@ -143,15 +143,18 @@ def _verify_all(
     return found
 
 
-def _admit(view: StateView, doc: PreparedDoc) -> tuple[int, str] | bool | None:
-    """Register a new document's URL and fingerprints. False for a document already known;
-    else its exact twin (doc id, method), or None. The caller counts documents and repeats."""
+def _admit(
+    view: StateView, doc: PreparedDoc, keys: list[tuple[bytes, str]]
+) -> tuple[int, str] | bool | None:
+    """Register a new document's URL and fingerprints (``keys``: its ``_fingerprint_keys``).
+    False for a document already known; else its exact twin (doc id, method), or None. The
+    caller counts documents and repeats."""
     if view.documents.exists(doc.doc_id):
         return False
     view.urls.add(doc.page.url, doc.page.fetched_at, doc.doc_id)
     twin = None
     fingerprints = view.fingerprints
-    for key, method in _fingerprint_keys(doc):  # the first one known names the twin
+    for key, method in keys:  # the first one known names the twin
         known = fingerprints.lookup(key)
         if known is None:
             fingerprints.register(key, doc.doc_id)
@@ -205,15 +208,16 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     work per key to a minimum.
     """
     view.documents.prefetch(doc.doc_id for doc in docs)
-    view.fingerprints.prefetch(key for doc in docs for key, _ in _fingerprint_keys(doc))
+    keys = [_fingerprint_keys(doc) for doc in docs]
+    view.fingerprints.prefetch(key for doc_keys in keys for key, _ in doc_keys)
     admitted: list[tuple[PreparedDoc, tuple[int, str] | bool | None]] = []
     seen: set[int] = set()
-    for doc in docs:
+    for doc, doc_keys in zip(docs, keys, strict=True):
         if doc.doc_id in seen:  # delivered twice in one batch: stored once, like across batches
             admitted.append((doc, False))
         else:
             seen.add(doc.doc_id)
-            admitted.append((doc, _admit(view, doc)))
+            admitted.append((doc, _admit(view, doc, doc_keys)))
     repeats = sum(twin is False for _, twin in admitted)
     view.counters.add("repeats", repeats)
     view.counters.add("documents", len(docs) - repeats)
