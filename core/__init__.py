@@ -25,7 +25,15 @@ from .records import (
 )
 from .settings import DEFAULT_SEED, Settings, candidate_probability, choose_bands
 from .shingles import shingle_sets
-from .sketch import Estimate, Sketch, estimate, estimate_columns, estimate_pairs, sketch_family
+from .sketch import (
+    Estimate,
+    Samples,
+    Sketch,
+    estimate,
+    estimate_columns,
+    estimate_pairs,
+    sketch_family,
+)
 from .supershingles import super_shingles
 
 __all__ = [
@@ -40,6 +48,7 @@ __all__ = [
     "Page",
     "PreparedDoc",
     "Preparer",
+    "Samples",
     "Settings",
     "SettingsError",
     "Sketch",

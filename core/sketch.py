@@ -18,6 +18,7 @@ sketches give exact resemblance and containment: short documents are compared ex
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ from .settings import Settings
 __all__ = [
     "Columns",
     "Estimate",
+    "Samples",
     "Sketch",
     "estimate",
     "estimate_columns",
@@ -41,9 +43,10 @@ __all__ = [
 U32 = npt.NDArray[np.uint32]
 _NO_CUTOFF = (1 << 32) - 1  # the largest 32-bit value: a complete sketch keeps every value
 _HIGH = np.uint64(32)  # a sample value is the high 32 bits of a shingle fingerprint
-#: pairs estimated in one vectorised pass: at s = 256 each temporary (int64, both sides) is
-#: 2 MB, and about eight are alive at once
-_PAIRS_PER_CALL = 512
+#: sample values (both sides) estimated in one vectorised pass, about 64 pairs at s = 256.
+#: Temporaries of 256 KB: with 2 MB ones (512 pairs a pass) fresh pages were faulted in for
+#: each, and a pair cost 2-3x as much (measured: 27 -> 11 us per pair of full samples)
+_VALUES_PER_CALL = 1 << 15
 
 
 def sketch_family(settings: Settings) -> int:
@@ -128,27 +131,54 @@ Columns = tuple[
 ]
 
 
+@dataclass(frozen=True, slots=True)
+class Samples:
+    """Many bare samples laid end to end: their values (each sample ascending) and lengths."""
+
+    values: U32
+    lengths: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, samples: Sequence[U32]) -> Samples:
+        lengths = np.fromiter((len(v) for v in samples), np.int64, len(samples))
+        values = np.concatenate(samples) if len(samples) else np.zeros(0, np.uint32)
+        return cls(values.astype(np.uint32, copy=False), lengths)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+
 def estimate_columns(
-    first: Sequence[U32],
+    first: Sequence[U32] | Samples,
     first_counts: Sequence[int],
-    second: Sequence[U32],
+    second: Sequence[U32] | Samples,
     second_counts: Sequence[int],
     sample_size: int,
 ) -> Columns:
     """``estimate_pairs`` on bare samples and shingle counts (all of one sketch family, which
     the caller vouches for), as columns: resemblance, containment, reverse containment and
     exactness of each pair. For callers that keep few of many estimates."""
-    if not len(first) == len(first_counts) == len(second) == len(second_counts):
+    left = first if isinstance(first, Samples) else Samples.of(first)
+    right = second if isinstance(second, Samples) else Samples.of(second)
+    if not len(left) == len(first_counts) == len(right) == len(second_counts):
         raise ValueError("every pair needs two samples and two shingle counts")
+    left_ends, right_ends = np.cumsum(left.lengths), np.cumsum(right.lengths)
+    ends = left_ends + right_ends
+    # cut where the running count of values passes each multiple of the budget
+    budgets = np.arange(_VALUES_PER_CALL, int(ends[-1]) if len(ends) else 0, _VALUES_PER_CALL)
+    cuts = np.searchsorted(ends, budgets)
+    left_at, right_at = _starts(left.lengths), _starts(right.lengths)
     passes = [
         _estimate_pass(
-            first[start : start + _PAIRS_PER_CALL],
-            np.asarray(first_counts[start : start + _PAIRS_PER_CALL], dtype=np.int64),
-            second[start : start + _PAIRS_PER_CALL],
-            np.asarray(second_counts[start : start + _PAIRS_PER_CALL], dtype=np.int64),
+            left.values[left_at[start] : left_ends[end - 1]],
+            left.lengths[start:end],
+            np.asarray(first_counts[start:end], dtype=np.int64),
+            right.values[right_at[start] : right_ends[end - 1]],
+            right.lengths[start:end],
+            np.asarray(second_counts[start:end], dtype=np.int64),
             sample_size,
         )
-        for start in range(0, len(first), _PAIRS_PER_CALL)  # bounded temporaries
+        for start, end in itertools.pairwise(sorted({0, *cuts.tolist(), len(left)}))
     ]
     if not passes:
         empty = np.zeros(0, np.float64)
@@ -158,38 +188,42 @@ def estimate_columns(
 
 
 def _estimate_pass(
-    first: Sequence[U32],
+    left_values: U32,
+    left_lengths: npt.NDArray[np.int64],
     first_counts: npt.NDArray[np.int64],
-    second: Sequence[U32],
+    right_values: U32,
+    right_lengths: npt.NDArray[np.int64],
     second_counts: npt.NDArray[np.int64],
     sample_size: int,
 ) -> Columns:
     """Both sides flattened into one ascending array each (pair index in the high bits),
     merged with one stable sort."""
-    pairs = len(first)
+    pairs = len(left_lengths)
     # One array of (pair, value, side) keys: first sketches on side 0, second ones on side 1.
     # Each half is ascending, so a stable sort is one linear merge; a value both sketches of a
     # pair hold then appears twice in a row, and the pair's union is its distinct values.
-    left_lengths = np.fromiter((len(v) for v in first), np.int64, pairs)
-    right_lengths = np.fromiter((len(v) for v in second), np.int64, pairs)
-    values = np.concatenate([*first, *second]).astype(np.int64)
-    left_total = int(left_lengths.sum())
+    values = np.concatenate([left_values, right_values], dtype=np.int64)
+    left_total = len(left_values)
     pair_ids = np.arange(pairs, dtype=np.int64)
-    owner = np.concatenate([np.repeat(pair_ids, left_lengths), np.repeat(pair_ids, right_lengths)])
-    keys = (owner << 33) | (values << 1)
+    keys = np.repeat(
+        np.concatenate([pair_ids, pair_ids]), np.concatenate([left_lengths, right_lengths])
+    )
+    keys <<= 33  # in place: each full-length temporary costs as much as the arithmetic
+    keys |= values << 1
     merged = keys.copy()
     merged[left_total:] |= 1
     merged.sort(kind="stable")
-    base = merged >> 1
-    repeat = np.flatnonzero(base[1:] == base[:-1]) + 1  # second copies of shared values
-    distinct = np.ones(len(merged), dtype=np.int64)
-    distinct[repeat] = 0
-    distinct_upto = np.cumsum(distinct)
+    # a repeat differs from the key before it in the side bit alone
+    repeat = np.flatnonzero((merged[1:] ^ merged[:-1]) == 1) + 1
+    shared_keys = merged[repeat]
+    shared_owner = shared_keys >> 33
+    shared_values = (shared_keys >> 1) & 0xFFFFFFFF
     pair_sizes = left_lengths + right_lengths
-    shared_owner = merged[repeat] >> 33
-    shared_values = base[repeat] & 0xFFFFFFFF
-    # 1-based rank in the pair's union of each shared value (a pair's first key is distinct)
-    union_rank = distinct_upto[repeat] - distinct_upto[_starts(pair_sizes)[shared_owner]] + 1
+    starts = _starts(pair_sizes)
+    # 1-based rank in the pair's union of each shared value: distinct keys up to a position
+    # are the position + 1 less the repeats up to it (a pair's first key is never a repeat)
+    distinct_before = starts + 1 - np.searchsorted(repeat, starts)
+    union_rank = repeat - np.arange(len(repeat)) - distinct_before[shared_owner] + 1
     exact = (first_counts <= sample_size) & (second_counts <= sample_size)
     limit = np.where(exact, np.iinfo(np.int64).max, sample_size)
     shared_count = np.bincount(shared_owner, minlength=pairs)

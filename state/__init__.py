@@ -1,7 +1,7 @@
 """neardup.state: the detector's memory, over a key-value store (in memory or RocksDB)."""
 
 from .clusters import Clusters
-from .codec import ClusterInfo, DocRecord, Postings
+from .codec import ClusterInfo, DocRecord, Postings, pack_sample, unpack_samples
 from .documents import Documents, FingerprintKind, FingerprintTable, UrlHistory
 from .memory import MemoryStore
 from .meta import FORMAT_VERSION, Counters, check_or_store_settings
@@ -33,4 +33,6 @@ __all__ = [
     "Transaction",
     "UrlHistory",
     "check_or_store_settings",
+    "pack_sample",
+    "unpack_samples",
 ]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from neardup.core import StateError
+from neardup.core import Samples, StateError
 from neardup.core.records import format_fetched_at
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "encode_id",
     "fetched_at_from_micros",
     "fetched_at_to_micros",
+    "pack_sample",
+    "unpack_samples",
 ]
 
 _ID = struct.Struct(">Q")  # big-endian, so that keys sort by id
@@ -91,7 +94,7 @@ class DocRecord:
             self.duplicate_of,
             len(url),
         )
-        return head + url + self.sketch.astype("<u4").tobytes()
+        return head + url + pack_sample(self.sketch)
 
     @classmethod
     def decode(cls, raw: bytes) -> DocRecord:
@@ -119,15 +122,28 @@ class DocRecord:
         return micros, count, duplicate_of
 
     @staticmethod
-    def decode_sketch(raw: bytes) -> tuple[int, npt.NDArray[np.uint32]] | None:
-        """Only (shingle count, sketch), or None for a twin that keeps none: what verifying a
-        candidate reads, without decoding the URL and time of every candidate."""
+    def decode_sketch(raw: bytes) -> tuple[int, memoryview] | None:
+        """Only (shingle count, sketch as stored), or None for a twin that keeps none: what
+        verifying a candidate reads, without decoding the URL and time of every candidate.
+        ``unpack_samples`` decodes the sketches of many candidates at once."""
         _check_version(raw, "document")
         _, _, _, count, duplicate_of, url_length = _DOC_HEAD.unpack_from(raw)
         if duplicate_of:
             return None
-        offset = _DOC_HEAD.size + url_length
-        return count, np.frombuffer(raw, dtype="<u4", offset=offset).astype(np.uint32)
+        return count, memoryview(raw)[_DOC_HEAD.size + url_length :]
+
+
+def pack_sample(values: npt.NDArray[np.uint32]) -> bytes:
+    """A sketch's values as stored: 32-bit little-endian."""
+    return values.astype("<u4").tobytes()
+
+
+def unpack_samples(parts: Sequence[bytes | memoryview]) -> Samples:
+    """Stored sketches (``pack_sample``) decoded together: one numpy call for all of them
+    instead of a few per candidate (each costs about a microsecond)."""
+    lengths = np.fromiter((len(part) >> 2 for part in parts), np.int64, len(parts))
+    values = np.frombuffer(b"".join(parts), "<u4").astype(np.uint32, copy=False)
+    return Samples(values, lengths)
 
 
 @dataclass(frozen=True, slots=True)

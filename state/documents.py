@@ -6,9 +6,6 @@ import struct
 from collections.abc import Iterable, Iterator
 from enum import IntEnum
 
-import numpy as np
-import numpy.typing as npt
-
 from .codec import (
     NO_TIME,
     DocRecord,
@@ -34,8 +31,9 @@ class Documents:
         raw = self._tx.get("docs", encode_id(doc_id))
         return None if raw is None else DocRecord.decode(raw)
 
-    def sketch(self, doc_id: int) -> tuple[int, npt.NDArray[np.uint32]] | None:
-        """(shingle count, sketch) of a document that keeps its own sketch, else None."""
+    def sketch(self, doc_id: int) -> tuple[int, memoryview] | None:
+        """(shingle count, sketch as stored: ``unpack_samples`` decodes it) of a document that
+        keeps its own sketch, else None."""
         raw = self._tx.get("docs", encode_id(doc_id))
         return None if raw is None else DocRecord.decode_sketch(raw)
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import numpy.typing as npt
 from neardup.core import (
     Estimate,
     Page,
@@ -22,7 +21,15 @@ from neardup.core import (
     estimate_columns,
     sketch_family,
 )
-from neardup.state import DocRecord, FingerprintKind, FingerprintTable, State, StateView
+from neardup.state import (
+    DocRecord,
+    FingerprintKind,
+    FingerprintTable,
+    State,
+    StateView,
+    pack_sample,
+    unpack_samples,
+)
 
 from .candidates import batch_candidates, query_candidates
 from .events import ClusterMerged, DocRef, Duplicate, Event
@@ -103,30 +110,31 @@ def _verify_all(
     local = local or {}
     stored = sorted({c for _, cands in queries for c in cands if c not in local})
     view.documents.prefetch(stored)
-    samples: list[npt.NDArray[np.uint32]] = []
+    kept: dict[int, tuple[int, bytes | memoryview] | None] = {
+        doc_id: view.documents.sketch(doc_id) for doc_id in stored
+    }
+    for _, cands in queries:
+        for doc_id in cands & local.keys():
+            earlier = local[doc_id]
+            kept[doc_id] = earlier.shingle_count, pack_sample(earlier.sketch.values)
+    samples: list[bytes | memoryview] = []
     counts: list[int] = []
     owners: list[tuple[int, int]] = []
     for index, (doc, candidates) in enumerate(queries):
         count = doc.shingle_count
         for candidate in sorted(candidates - {doc.doc_id}):
-            twin = local.get(candidate)
-            kept = (
-                (twin.shingle_count, twin.sketch.values)
-                if twin is not None
-                else view.documents.sketch(candidate)
-            )
-            if kept is None:  # gone, or a twin: its original is the candidate that counts
+            if (sample := kept[candidate]) is None:
+                continue  # gone, or a twin: its original is the candidate that counts
+            if floor > 0 and min(count, sample[0]) < floor * max(count, sample[0]):
                 continue
-            if floor > 0 and min(count, kept[0]) < floor * max(count, kept[0]):
-                continue
-            samples.append(kept[1])
-            counts.append(kept[0])
+            counts.append(sample[0])
+            samples.append(sample[1])
             owners.append((index, candidate))
     queried = [queries[index][0] for index, _ in owners]
     resemblance, containment, reverse, exact = estimate_columns(
         [doc.sketch.values for doc in queried],
         [doc.shingle_count for doc in queried],
-        samples,
+        unpack_samples(samples),
         counts,
         settings.sample_size,
     )

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import (
+    Samples,
     Settings,
     Sketch,
     SketchMismatchError,
     estimate,
+    estimate_columns,
     estimate_pairs,
     sketch_family,
 )
@@ -112,6 +114,33 @@ def test_many_pairs_are_estimated_as_one_at_a_time() -> None:
     second = [sketches[i] for i in rng.integers(0, 50, size=5000)]
     together = estimate_pairs(first, second)  # more pairs than one vectorised pass takes
     assert together == [estimate(a, b) for a, b in zip(first, second, strict=True)]
+
+
+def test_samples_laid_end_to_end_estimate_as_lists() -> None:
+    settings = Settings()
+    rng = np.random.default_rng(4)
+    sketches = [
+        Sketch.from_shingles(
+            np.unique(rng.integers(0, 2**64, size=int(n), dtype=np.uint64)), settings
+        )
+        for n in rng.integers(0, 600, size=300)
+    ]
+    first, second = sketches[:150], sketches[150:]
+    counts = [s.shingle_count for s in first], [s.shingle_count for s in second]
+    as_lists = estimate_columns(
+        [s.values for s in first], counts[0], [s.values for s in second], counts[1], 256
+    )
+    flat = estimate_columns(
+        Samples.of([s.values for s in first]),
+        counts[0],
+        Samples.of([s.values for s in second]),
+        counts[1],
+        256,
+    )
+    for a, b in zip(as_lists, flat, strict=True):
+        assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="two samples"):
+        estimate_columns(Samples.of([s.values for s in first]), counts[0][1:], [], [], 256)
 
 
 def _by_definition(a: Sketch, b: Sketch) -> tuple[float, float, float, bool]:

@@ -10,7 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import IncompatibleStateError, Settings, StateError
 from neardup.core.records import format_fetched_at
-from neardup.state import ClusterInfo, DocRecord, Meetings, Postings, State, StateView
+from neardup.state import (
+    ClusterInfo,
+    DocRecord,
+    Meetings,
+    Postings,
+    State,
+    StateView,
+    unpack_samples,
+)
 from neardup.state.codec import (
     MAX_POSITION,
     SHORT_ENTRY,
@@ -53,6 +61,29 @@ def test_doc_record_round_trip(
         twin,
     )
     assert back.sketch.tolist() == sketch
+
+
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(0, 2**32 - 1), max_size=20), st.integers(0, 1)),
+        max_size=8,
+    )
+)
+def test_stored_sketches_decode_together(records: list[tuple[list[int], int]]) -> None:
+    raws = [
+        DocRecord(f"u{i}", "", len(sketch), np.array(sketch, np.uint32), twin).encode()
+        for i, (sketch, twin) in enumerate(records)
+    ]
+    found = [DocRecord.decode_sketch(raw) for raw in raws]
+    assert [None if f is None else f[0] for f in found] == [
+        None if twin else len(sketch) for sketch, twin in records
+    ]  # a twin keeps no sketch of its own
+    kept = [f[1] for f in found if f is not None]
+    samples = unpack_samples(kept)
+    expected = [sketch for sketch, twin in records if not twin]
+    assert samples.lengths.tolist() == [len(sketch) for sketch in expected]
+    assert samples.values.dtype == np.uint32
+    assert samples.values.tolist() == [v for sketch in expected for v in sketch]
 
 
 def test_missing_fetched_at_round_trips() -> None:
