@@ -6,6 +6,7 @@ Tolerances are derived from the documented standard deviation sqrt(J(1-J)/s); se
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -101,15 +102,19 @@ def test_empty_documents_resemble_nothing() -> None:
     assert estimate(empty, other).resemblance == 0.0
 
 
-def test_many_pairs_are_estimated_as_one_at_a_time() -> None:
+def _random_sketches(rng: np.random.Generator, sizes: npt.NDArray[np.int64]) -> list[Sketch]:
     settings = Settings()
-    rng = np.random.default_rng(3)
-    sketches = [
+    return [
         Sketch.from_shingles(
             np.unique(rng.integers(0, 2**64, size=int(n), dtype=np.uint64)), settings
         )
-        for n in rng.integers(1, 600, size=50)
+        for n in sizes
     ]
+
+
+def test_many_pairs_are_estimated_as_one_at_a_time() -> None:
+    rng = np.random.default_rng(3)
+    sketches = _random_sketches(rng, rng.integers(1, 600, size=50))
     first = [sketches[i] for i in rng.integers(0, 50, size=5000)]
     second = [sketches[i] for i in rng.integers(0, 50, size=5000)]
     together = estimate_pairs(first, second)  # more pairs than one vectorised pass takes
@@ -117,14 +122,8 @@ def test_many_pairs_are_estimated_as_one_at_a_time() -> None:
 
 
 def test_samples_laid_end_to_end_estimate_as_lists() -> None:
-    settings = Settings()
     rng = np.random.default_rng(4)
-    sketches = [
-        Sketch.from_shingles(
-            np.unique(rng.integers(0, 2**64, size=int(n), dtype=np.uint64)), settings
-        )
-        for n in rng.integers(0, 600, size=300)
-    ]
+    sketches = _random_sketches(rng, rng.integers(0, 600, size=300))
     first, second = sketches[:150], sketches[150:]
     counts = [s.shingle_count for s in first], [s.shingle_count for s in second]
     as_lists = estimate_columns(
