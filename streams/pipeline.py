@@ -108,15 +108,15 @@ def _verify_all(
     (J <= min/max) is not estimated.
     """
     local = local or {}
-    stored = sorted({c for _, cands in queries for c in cands if c not in local})
+    wanted = set[int]().union(*(cands for _, cands in queries))
+    stored = sorted(wanted - local.keys())
     view.documents.prefetch(stored)
     kept: dict[int, tuple[int, bytes | memoryview] | None] = {
         doc_id: view.documents.sketch(doc_id) for doc_id in stored
     }
-    for _, cands in queries:
-        for doc_id in cands & local.keys():
-            earlier = local[doc_id]
-            kept[doc_id] = earlier.shingle_count, pack_sample(earlier.sketch.values)
+    for doc_id in wanted & local.keys():  # each packed once, however many documents meet it
+        earlier = local[doc_id]
+        kept[doc_id] = earlier.shingle_count, pack_sample(earlier.sketch.values)
     samples: list[bytes | memoryview] = []
     counts: list[int] = []
     owners: list[tuple[int, int]] = []
