@@ -1,9 +1,10 @@
 """neardup.streams: the pipeline wired in one process (embedded) and on Kafka, plus the CLI."""
 
-from .embedded import RunSummary, run
+from .embedded import run
 from .events import SCHEMA_VERSION, ClusterMerged, DocRef, Duplicate, Event, format_id
 from .inputs import DeadLetter, iter_records
 from .pipeline import BatchResult, Detector, Match, find_similar, ingest
+from .run_summary import RunSummary
 
 __all__ = [
     "SCHEMA_VERSION",

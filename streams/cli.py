@@ -16,7 +16,7 @@ from neardup.state import State
 
 from . import embedded, reports
 from .prepare_work import PREPARE_MODES
-from .progress import Progress
+from .progress import Progress, RunObserver, StatsLog
 
 __all__ = ["main"]
 
@@ -139,6 +139,19 @@ def _parser() -> argparse.ArgumentParser:
         help="when done, write the clusters here as `neardup clusters` prints them (- for stdout)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    run.add_argument(
+        "--stats",
+        metavar="FILE",
+        help="append a JSON line of statistics here every --stats-every records and at the end: "
+        "totals, the stretch's docs/s, memory, state size (- for stdout)",
+    )
+    run.add_argument(
+        "--stats-every",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="records between two lines of --stats (default 10000)",
+    )
 
     clusters = commands.add_parser(
         "clusters",
@@ -384,13 +397,18 @@ def _print_json(value: Any, out: IO[str] | None = None) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise NeardupError(f"--batch-size {args.batch_size} must be at least 1")
+    if args.stats_every < 1:
+        raise NeardupError(f"--stats-every {args.stats_every} must be at least 1")
     with ExitStack() as stack:
         state = stack.enter_context(State.open(args.state, _settings(args)))
         events = _open_output(stack, args.events)
         dead = _open_output(
             stack, args.dead_letters or os.path.join(args.state, "dead-letters.jsonl")
         )
-        progress = None if args.quiet else Progress()
+        observers: list[RunObserver] = [] if args.quiet else [Progress()]
+        stats = _open_output(stack, args.stats)
+        if stats is not None:
+            observers.append(StatsLog(stats, args.stats_every, args.state))
         summary = embedded.run(
             state,
             args.inputs,
@@ -398,11 +416,9 @@ def _run(args: argparse.Namespace) -> int:
             dead,
             args.batch_size,
             args.max_record_bytes,
-            progress,
+            observers,
             args.prepare,
         )
-        if progress is not None:
-            progress.close()
         if not args.quiet:
             print(summary.describe(), file=sys.stderr)
         # a snapshot: replaces what the file held

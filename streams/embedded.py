@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
 from neardup.state import State
@@ -18,45 +16,10 @@ from .events import ClusterMerged, Duplicate
 from .inputs import DeadLetter, iter_records
 from .pipeline import Detector
 from .prepare_work import executor, prepare_pages
-from .progress import Progress
+from .progress import RunObserver
+from .run_summary import RunSummary
 
 __all__ = ["RunSummary", "run"]
-
-
-@dataclass(slots=True)
-class RunSummary:
-    records: int = 0
-    documents: int = 0
-    repeats: int = 0
-    duplicates: int = 0
-    merges: int = 0
-    dead_letters: Counter[str] = field(default_factory=Counter)
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "records": self.records,
-            "documents": self.documents,
-            "repeats": self.repeats,
-            "duplicates": self.duplicates,
-            "cluster_merges": self.merges,
-            "dead_letters": sum(self.dead_letters.values()),
-            "dead_letter_reasons": dict(sorted(self.dead_letters.items())),
-            "seconds": round(self.seconds, 3),
-            "docs_per_second": round(self.records / self.seconds, 1) if self.seconds else None,
-        }
-
-    def describe(self) -> str:
-        dead = sum(self.dead_letters.values())
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.dead_letters.items()))
-        lines = [
-            f"{self.records:,} records in {self.seconds:.1f} s "
-            f"({self.records / max(self.seconds, 1e-9):,.0f} records/s)",
-            f"{self.documents:,} new documents, {self.repeats:,} already known",
-            f"{self.duplicates:,} duplicates found, {self.merges:,} cluster merges",
-            f"{dead:,} dead letters" + (f" ({reasons})" if reasons else ""),
-        ]
-        return "\n".join(lines)
 
 
 def _batches(
@@ -88,14 +51,15 @@ def run(
     dead_letters: IO[str] | None = None,
     batch_size: int = 256,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-    progress: Progress | None = None,
+    observers: Sequence[RunObserver] = (),
     prepare: str = "thread",
 ) -> RunSummary:
     """Process every input into the state; write events and dead letters as JSON Lines.
 
     ``prepare``: where pages are prepared while the batch before them is detected, "process"
     (a child process: a second core) or "thread" (this process; ``prepare_work`` says why a
-    thread gains little)."""
+    thread gains little). ``observers`` (``progress.py``) see the summary after every batch and
+    at the end."""
     detector = Detector(state)
     summary = RunSummary()
     started = time.monotonic()
@@ -116,8 +80,8 @@ def run(
                 if events is not None:
                     events.write(json.dumps(event.to_json()) + "\n")
         summary.records += len(dead)
-        if progress is not None:
-            progress.update(summary.records, sum(summary.dead_letters.values()))
+        for observer in observers:
+            observer.update(summary)
 
     settings = state.settings.to_json()
     # The next batch is prepared (parsed, tokenised, sketched) while this one is ingested;
@@ -138,4 +102,6 @@ def run(
     if dead_letters is not None:
         dead_letters.flush()
     summary.seconds = time.monotonic() - started
+    for observer in observers:
+        observer.finish(summary)
     return summary

@@ -1,15 +1,34 @@
-"""A one-line progress display on a terminal; silent when stderr is a pipe or a file."""
+"""How a run shows its progress: a one-line display on a terminal (``Progress``), and a JSON
+line of statistics every N records for dashboards and ``bench.growth`` (``StatsLog``).
+
+Both are ``RunObserver``s: ``embedded.run`` calls ``update`` after every batch and ``finish``
+once at the end.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
-from typing import TextIO
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any, Protocol, TextIO
 
-__all__ = ["Progress"]
+from .run_summary import RunSummary
+
+__all__ = ["Progress", "RunObserver", "StatsLog"]
+
+
+class RunObserver(Protocol):
+    def update(self, summary: RunSummary) -> None: ...
+
+    def finish(self, summary: RunSummary) -> None: ...
 
 
 class Progress:
+    """A one-line display on a terminal; silent when stderr is a pipe or a file."""
+
     def __init__(self, stream: TextIO | None = None, interval: float = 0.5) -> None:
         self._stream = stream or sys.stderr
         self._enabled = self._stream.isatty()
@@ -17,20 +36,111 @@ class Progress:
         self._started = time.monotonic()
         self._last = 0.0
 
-    def update(self, documents: int, dead_letters: int, force: bool = False) -> None:
+    def update(self, summary: RunSummary) -> None:
         if not self._enabled:
             return
         now = time.monotonic()
-        if not force and now - self._last < self._interval:
+        if now - self._last < self._interval:
             return
         self._last = now
-        rate = documents / max(now - self._started, 1e-9)
+        rate = summary.records / max(now - self._started, 1e-9)
+        dead = sum(summary.dead_letters.values())
         self._stream.write(
-            f"\r{documents:,} records  {rate:,.0f} docs/s  {dead_letters:,} dead letters "
+            f"\r{summary.records:,} records  {rate:,.0f} docs/s  {dead:,} dead letters "
         )
         self._stream.flush()
 
-    def close(self) -> None:
+    def finish(self, summary: RunSummary) -> None:
         if self._enabled:
             self._stream.write("\n")
             self._stream.flush()
+
+
+class StatsLog:
+    """A JSON line of statistics each time the run passes a multiple of ``every`` records (at
+    the end of that batch), and one when it ends (``"final": true``).
+
+    Each line has the summary's totals, ``seconds`` since the log was made, the stretch since
+    the line before (``window_records``, ``window_seconds``, ``window_docs_per_second``), this
+    process's resident memory now and at its peak (``rss_mb``, ``peak_rss_mb``; a prepare
+    process is not counted), and the bytes of ``state_dir`` on disk (files as they are: no
+    flush is forced). Time and memory per stretch of one run show how they grow with the
+    state, free of the drift between runs on a shared machine.
+    """
+
+    def __init__(
+        self,
+        out: IO[str],
+        every: int,
+        state_dir: str | os.PathLike[str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"every={every!r}: write statistics every 1 or more records")
+        self._out = out
+        self._every = every
+        self._state_dir = None if state_dir is None else Path(state_dir)
+        self._clock = clock
+        self._started = self._last_time = clock()
+        self._last_records = 0
+        self._next = every
+
+    def update(self, summary: RunSummary) -> None:
+        if summary.records >= self._next:
+            self._write(summary, final=False)
+            self._next = (summary.records // self._every + 1) * self._every
+
+    def finish(self, summary: RunSummary) -> None:
+        self._write(summary, final=True)
+
+    def _write(self, summary: RunSummary, final: bool) -> None:
+        now = self._clock()
+        records = summary.records - self._last_records
+        seconds = now - self._last_time
+        line: dict[str, Any] = {
+            **summary.to_json(),
+            "seconds": round(now - self._started, 3),
+            "window_records": records,
+            "window_seconds": round(seconds, 3),
+            "window_docs_per_second": round(records / seconds, 1) if seconds > 0 else None,
+            "rss_mb": _resident_mb(),
+            "peak_rss_mb": _peak_resident_mb(),
+            "state_bytes": _tree_bytes(self._state_dir),
+            "final": final,
+        }
+        line.pop("docs_per_second")  # the summary's, over its own clock: not set mid-run
+        self._out.write(json.dumps(line) + "\n")
+        self._out.flush()  # a dashboard reads it while the run goes on
+        self._last_time, self._last_records = now, summary.records
+
+
+def _resident_mb() -> float | None:
+    """This process's resident memory now (Linux: /proc/self/statm), else None."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+
+
+def _peak_resident_mb() -> float | None:
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # kilobytes on Linux, bytes on macOS
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+
+
+def _tree_bytes(root: Path | None) -> int | None:
+    if root is None:
+        return None
+    total = 0
+    for path in root.rglob("*"):
+        try:
+            total += path.stat().st_size if path.is_file() else 0
+        except OSError:  # RocksDB deleted it between the listing and the stat
+            continue
+    return total

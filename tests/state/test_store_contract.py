@@ -119,6 +119,23 @@ def test_rocksdb_survives_reopen(tmp_path: Path) -> None:
         assert second.disk_bytes() > 0
 
 
+@pytest.mark.parametrize(("log_bytes", "bounded"), [(4 << 20, True), (1 << 30, False)])
+def test_rocksdb_write_ahead_log_stays_bounded(
+    tmp_path: Path, log_bytes: int, bounded: bool
+) -> None:
+    """Every batch writes the meta table too, which alone never fills a memtable: its writes
+    would keep every log file alive (RocksDB deletes one when all tables with writes in it
+    have flushed), unless the log's bound flushes the tables holding the oldest one."""
+    rng = random.Random(3)
+    with RocksDBStore(tmp_path / "db", log_bytes=log_bytes) as rocks:
+        for batch in range(240):  # 24 MB of documents, a counter each batch
+            docs = {rng.randbytes(8): rng.randbytes(1000) for _ in range(100)}
+            rocks.write({"docs": docs, "meta": {b"batches": str(batch).encode()}})
+        logs = sum(f.stat().st_size for f in (tmp_path / "db").glob("*.log"))
+        assert (logs < 3 * log_bytes) if bounded else (logs > 20 << 20)
+        assert rocks.get("meta", b"batches") == b"239"
+
+
 @pytest.mark.parametrize("table", ["supershingles", "shingles", "fingerprints"])
 def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: str) -> None:
     """The point-lookup tables keep their memtables in hash tables (state/rocksdb.py): keys of

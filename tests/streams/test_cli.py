@@ -158,3 +158,25 @@ def test_stats_and_incompatible_settings_error(state: Path) -> None:
 def test_missing_state_is_a_clear_error(tmp_path: Path) -> None:
     result = neardup("clusters", "--state", str(tmp_path / "nothing"))
     assert result.returncode == 2 and "there is no state" in result.stderr
+
+
+def test_run_logs_statistics_per_stretch_and_at_the_end(tmp_path: Path) -> None:
+    stats = tmp_path / "stats.jsonl"
+    result = neardup(
+        "run", "--state", str(tmp_path / "state"), "--quiet", "--batch-size", "16",
+        "--stats", str(stats), "--stats-every", "50", str(SAMPLE),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in stats.read_text().splitlines()]
+    *stretches, final = lines
+    # a line at the end of the batch that passes each multiple of 50, then the final one
+    assert [line["records"] for line in stretches] == [64, 112, 151]  # 151 passes 150
+    assert [line["final"] for line in lines] == [False, False, False, True]
+    assert final["records"] == 151 and final["documents"] == 148 and final["dead_letters"] == 3
+    assert sum(line["window_records"] for line in lines) == final["records"]
+    for line in lines:
+        assert line["rss_mb"] > 10 and line["peak_rss_mb"] >= line["rss_mb"]
+        assert line["state_bytes"] > 0 and line["seconds"] >= line["window_seconds"] >= 0
+    assert [line["seconds"] for line in lines] == sorted(line["seconds"] for line in lines)
+    refused = neardup("run", "--state", str(tmp_path / "other"), "--stats-every", "0", str(SAMPLE))
+    assert refused.returncode == 2 and "--stats-every 0 must be at least 1" in refused.stderr

@@ -1,0 +1,108 @@
+"""How time and memory grow with the state, within one run: ``python -m bench.growth``.
+
+Runs neardup as the targets speak of it (``neardup run --prepare thread``: one process) on the
+corpus ``python -m bench --no-truth`` writes, with ``--stats`` logging every ``--every``
+documents (``neardup.streams.progress.StatsLog``). Per stretch: documents so far, µs per
+document in the stretch, RSS, and state bytes per document; then the growth of time per
+document, last stretch over first and whole run over first. Measured within one run, the
+growth is free of the drift between runs of a shared machine (its speed changes by 15 %
+between hours here), which comparing separate runs of each size is not.
+
+Whole-run figures (wall seconds, peak RSS by ``wait4``, state size after close) are measured
+as ``python -m bench`` measures them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .corpus import iter_pages, write_jsonl
+from .run import _disk_bytes, _run
+
+__all__ = ["growth_report", "main"]
+
+
+def growth_report(
+    stats: list[dict[str, Any]], seconds: float, peak_rss_mb: float, disk_bytes: int
+) -> dict[str, Any]:
+    """The report from a run's statistics lines (``StatsLog``) and its whole-run figures."""
+    stretches = [
+        {
+            "documents": line["records"],
+            "seconds": line["window_seconds"],
+            "us_per_doc": round(1e6 * line["window_seconds"] / line["window_records"], 1),
+            "rss_mb": line["rss_mb"],
+            "state_bytes_per_doc": round(line["state_bytes"] / line["records"], 1),
+        }
+        for line in stats
+        if line["window_records"] > 0
+    ]
+    if not stretches:
+        raise ValueError("the run logged no documents: nothing to report")
+    documents = stats[-1]["records"]
+    first, last = stretches[0]["us_per_doc"], stretches[-1]["us_per_doc"]
+    whole = 1e6 * stats[-1]["seconds"] / documents
+    return {
+        "documents": documents,
+        "seconds": round(seconds, 2),
+        "docs_per_second": round(documents / seconds, 1),
+        "peak_rss_mb": round(peak_rss_mb, 1),
+        "state_bytes_per_doc": round(disk_bytes / documents, 1),
+        "stretches": stretches,
+        "last_over_first": round(last / first, 2),
+        "whole_over_first": round(whole / first, 2),
+    }
+
+
+def _print(report: dict[str, Any]) -> None:
+    print("documents  stretch s  us/doc  RSS MB  state B/doc")
+    for s in report["stretches"]:
+        print(
+            f"{s['documents']:>9,}  {s['seconds']:>9.1f}  {s['us_per_doc']:>6.0f}  "
+            f"{s['rss_mb']:>6.0f}  {s['state_bytes_per_doc']:>11.0f}"
+        )
+    print(
+        f"{report['documents']:,} documents in {report['seconds']} s "
+        f"({report['docs_per_second']:,} docs/s), peak RSS {report['peak_rss_mb']} MB, "
+        f"state {report['state_bytes_per_doc']} B/doc after close"
+    )
+    print(
+        f"time per document: last stretch / first = {report['last_over_first']}x, "
+        f"whole run / first stretch = {report['whole_over_first']}x"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.growth", description=__doc__)
+    parser.add_argument("--docs", type=int, default=1_000_000)
+    parser.add_argument("--every", type=int, default=50_000, help="documents per stretch")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, help="write the report as JSON here")
+    args = parser.parse_args(argv)
+    if args.every < 1 or args.docs < args.every:
+        parser.error(f"--every {args.every}: use 1 to --docs ({args.docs}) documents")
+    with tempfile.TemporaryDirectory(prefix="neardup-growth-") as tmp:
+        work = Path(tmp)
+        corpus, state, stats = work / "corpus.jsonl", work / "state", work / "stats.jsonl"
+        write_jsonl(iter_pages(args.docs, seed=args.seed), str(corpus))
+        seconds, rss = _run(
+            [sys.executable, "-m", "neardup.streams", "run", "--prepare", "thread",
+             "--state", str(state), "--quiet", "--stats", str(stats),
+             "--stats-every", str(args.every), str(corpus)]
+        )  # fmt: skip
+        lines = [json.loads(line) for line in stats.read_text().splitlines()]
+        report = {"seed": args.seed, **growth_report(lines, seconds, rss, _disk_bytes(state))}
+    _print(report)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

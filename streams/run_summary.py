@@ -1,0 +1,46 @@
+"""What an embedded run has done so far: the totals that its progress line, its statistics log
+and its closing summary report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["RunSummary"]
+
+
+@dataclass(slots=True)
+class RunSummary:
+    records: int = 0
+    documents: int = 0
+    repeats: int = 0
+    duplicates: int = 0
+    merges: int = 0
+    dead_letters: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "documents": self.documents,
+            "repeats": self.repeats,
+            "duplicates": self.duplicates,
+            "cluster_merges": self.merges,
+            "dead_letters": sum(self.dead_letters.values()),
+            "dead_letter_reasons": dict(sorted(self.dead_letters.items())),
+            "seconds": round(self.seconds, 3),
+            "docs_per_second": round(self.records / self.seconds, 1) if self.seconds else None,
+        }
+
+    def describe(self) -> str:
+        dead = sum(self.dead_letters.values())
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.dead_letters.items()))
+        lines = [
+            f"{self.records:,} records in {self.seconds:.1f} s "
+            f"({self.records / max(self.seconds, 1e-9):,.0f} records/s)",
+            f"{self.documents:,} new documents, {self.repeats:,} already known",
+            f"{self.duplicates:,} duplicates found, {self.merges:,} cluster merges",
+            f"{dead:,} dead letters" + (f" ({reasons})" if reasons else ""),
+        ]
+        return "\n".join(lines)
