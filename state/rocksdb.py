@@ -33,10 +33,10 @@ _HASHED_WRITE_BUFFER = 4 << 20
 _ALL_WRITE_BUFFERS = 64 << 20
 _BLOCK_CACHE = 32 << 20
 # The write-ahead log is shared by every table, and a log file is deleted only when every
-# table with writes in it has flushed them. Rarely written tables (meta, stop keys) flush
-# rarely, so under RocksDB's default bound (4 x all write buffers, about 1.2 GB here) a 1M run
-# kept 265 log files, 920 MB, beside 1.1 GB of tables, for a restart to replay. Past this
-# size RocksDB flushes the tables that hold the oldest log.
+# table with writes in it has flushed them. Tables written little (meta: a few counters each
+# batch; stop keys) flush rarely, so under RocksDB's default bound (4 x all write buffers,
+# about 1.2 GB here) a 1M run kept 265 log files, 920 MB, beside 1.1 GB of tables, for a
+# restart to replay. Past this size RocksDB flushes the tables that hold the oldest log.
 _ALL_LOGS = 2 * _ALL_WRITE_BUFFERS
 #: Tables read only by point lookups of fixed-length keys (index keys, fingerprints), written
 #: about 25 times per document: their memtables are hash tables instead of skip lists, which
