@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,7 @@ def test_rocksdb_survives_reopen(tmp_path: Path) -> None:
         assert second.disk_bytes() > 0
 
 
-@pytest.mark.parametrize(("log_bytes", "bounded"), [(4 << 20, True), (1 << 30, False)])
+@pytest.mark.parametrize(("log_bytes", "bounded"), [(2 << 20, True), (1 << 30, False)])
 def test_rocksdb_write_ahead_log_stays_bounded(
     tmp_path: Path, log_bytes: int, bounded: bool
 ) -> None:
@@ -127,13 +128,28 @@ def test_rocksdb_write_ahead_log_stays_bounded(
     would keep every log file alive (RocksDB deletes one when all tables with writes in it
     have flushed), unless the log's bound flushes the tables holding the oldest one."""
     rng = random.Random(3)
+
+    def logs() -> int:
+        total = 0
+        for path in (tmp_path / "db").glob("*.log"):
+            try:
+                total += path.stat().st_size
+            except FileNotFoundError:  # deleted by RocksDB since the listing
+                continue
+        return total
+
     with RocksDBStore(tmp_path / "db", log_bytes=log_bytes) as rocks:
-        for batch in range(240):  # 24 MB of documents, a counter each batch
+        for batch in range(320):  # 32 MB of documents, a counter each batch
             docs = {rng.randbytes(8): rng.randbytes(1000) for _ in range(100)}
             rocks.write({"docs": docs, "meta": {b"batches": str(batch).encode()}})
-        logs = sum(f.stat().st_size for f in (tmp_path / "db").glob("*.log"))
-        assert (logs < 3 * log_bytes) if bounded else (logs > 20 << 20)
-        assert rocks.get("meta", b"batches") == b"239"
+        # The bound is checked on writes and met by flushes in RocksDB's threads, so the log
+        # overshoots it for a while (up to 11 MB seen here, on a loaded machine); unbounded,
+        # it keeps everything written. The flushes in flight end after the last write.
+        deadline = time.monotonic() + 30
+        while bounded and logs() >= 16 << 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (logs() < 16 << 20) if bounded else (logs() > 28 << 20)
+        assert rocks.get("meta", b"batches") == b"319"
 
 
 @pytest.mark.parametrize("table", ["supershingles", "shingles", "fingerprints"])
