@@ -176,10 +176,16 @@ class RocksDBStore(Store):
         for table in TABLES:
             self._family(table).flush(wait=False)
 
-    def disk_bytes(self) -> int:
-        if self._db is not None:
+    def disk_bytes(self, flush: bool = True) -> int:
+        if flush and self._db is not None:
             self._db.flush()
-        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+        total = 0
+        for path in self.path.rglob("*"):
+            try:
+                total += path.stat().st_size if path.is_file() else 0
+            except FileNotFoundError:  # deleted by a compaction since the listing
+                continue
+        return total
 
     def close(self) -> None:
         if self._db is None:

@@ -62,8 +62,9 @@ class Store(abc.ABC):
         """Start writing what is buffered in memory to disk, without waiting: ``close`` waits
         for it. Reads and writes go on meanwhile."""
 
-    def disk_bytes(self) -> int:
-        """Bytes the store occupies on disk (0 for memory)."""
+    def disk_bytes(self, flush: bool = True) -> int:
+        """Bytes the store occupies on disk (0 for memory). With ``flush``, what is buffered in
+        memory is written first: the size of the state itself, not of a moment of a run."""
         return 0
 
     def __enter__(self) -> Store:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -408,7 +409,9 @@ def _run(args: argparse.Namespace) -> int:
         observers: list[RunObserver] = [] if args.quiet else [Progress()]
         stats = _open_output(stack, args.stats)
         if stats is not None:
-            observers.append(StatsLog(stats, args.stats_every, args.state))
+            # the files as they are: a flush per line would change the run it measures
+            state_bytes = functools.partial(state.store.disk_bytes, flush=False)
+            observers.append(StatsLog(stats, args.stats_every, state_bytes))
         summary = embedded.run(
             state,
             args.inputs,

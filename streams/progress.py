@@ -12,7 +12,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO, Any, Protocol, TextIO
 
 from .run_summary import RunSummary
@@ -63,23 +62,23 @@ class StatsLog:
     Each line has the summary's totals, ``seconds`` since the log was made, the stretch since
     the line before (``window_records``, ``window_seconds``, ``window_docs_per_second``), this
     process's resident memory now and at its peak (``rss_mb``, ``peak_rss_mb``; a prepare
-    process is not counted), and the bytes of ``state_dir`` on disk (files as they are: no
-    flush is forced). Time and memory per stretch of one run show how they grow with the
-    state, free of the drift between runs on a shared machine.
+    process is not counted), and what ``state_bytes`` says the state takes on disk now. Time
+    and memory per stretch of one run show how they grow with the state, free of the drift
+    between runs on a shared machine.
     """
 
     def __init__(
         self,
         out: IO[str],
         every: int,
-        state_dir: str | os.PathLike[str] | None = None,
+        state_bytes: Callable[[], int] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not isinstance(every, int) or every < 1:
             raise ValueError(f"every={every!r}: write statistics every 1 or more records")
         self._out = out
         self._every = every
-        self._state_dir = None if state_dir is None else Path(state_dir)
+        self._state_bytes = state_bytes
         self._clock = clock
         self._started = self._last_time = clock()
         self._last_records = 0
@@ -105,7 +104,7 @@ class StatsLog:
             "window_docs_per_second": round(records / seconds, 1) if seconds > 0 else None,
             "rss_mb": _resident_mb(),
             "peak_rss_mb": _peak_resident_mb(),
-            "state_bytes": _tree_bytes(self._state_dir),
+            "state_bytes": None if self._state_bytes is None else self._state_bytes(),
             "final": final,
         }
         line.pop("docs_per_second")  # the summary's, over its own clock: not set mid-run
@@ -132,15 +131,3 @@ def _peak_resident_mb() -> float | None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # kilobytes on Linux, bytes on macOS
     return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
-
-
-def _tree_bytes(root: Path | None) -> int | None:
-    if root is None:
-        return None
-    total = 0
-    for path in root.rglob("*"):
-        try:
-            total += path.stat().st_size if path.is_file() else 0
-        except OSError:  # RocksDB deleted it between the listing and the stat
-            continue
-    return total
