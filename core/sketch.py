@@ -199,25 +199,22 @@ def _estimate_pass(
     """Both sides flattened into one ascending array each (pair index in the high bits),
     merged with one stable sort."""
     pairs = len(left_lengths)
-    # One array of (pair, value, side) keys: first sketches on side 0, second ones on side 1.
-    # Each half is ascending, so a stable sort is one linear merge; a value both sketches of a
-    # pair hold then appears twice in a row, and the pair's union is its distinct values.
-    values = np.concatenate([left_values, right_values], dtype=np.int64)
+    # One array of (pair, value) keys: first sketches, then second ones. Each half is
+    # ascending, so a stable sort is one linear merge; a value both sketches of a pair hold
+    # then appears twice in a row, and the pair's union is its distinct values.
     left_total = len(left_values)
     pair_ids = np.arange(pairs, dtype=np.int64)
     keys = np.repeat(
         np.concatenate([pair_ids, pair_ids]), np.concatenate([left_lengths, right_lengths])
     )
-    keys <<= 33  # in place: each full-length temporary costs as much as the arithmetic
-    keys |= values << 1
-    merged = keys.copy()
-    merged[left_total:] |= 1
-    merged.sort(kind="stable")
-    # a repeat differs from the key before it in the side bit alone
-    repeat = np.flatnonzero((merged[1:] ^ merged[:-1]) == 1) + 1
+    keys <<= 32  # in place: each full-length temporary costs as much as the arithmetic
+    keys[:left_total] |= left_values
+    keys[left_total:] |= right_values
+    merged = np.sort(keys, kind="stable")
+    repeat = np.flatnonzero(merged[1:] == merged[:-1]) + 1
     shared_keys = merged[repeat]
-    shared_owner = shared_keys >> 33
-    shared_values = (shared_keys >> 1) & 0xFFFFFFFF
+    shared_owner = shared_keys >> 32
+    shared_values = shared_keys & 0xFFFFFFFF
     pair_sizes = left_lengths + right_lengths
     starts = _starts(pair_sizes)
     # 1-based rank in the pair's union of each shared value: distinct keys up to a position
@@ -231,11 +228,11 @@ def _estimate_pass(
     shared_in_union = np.bincount(shared_owner[union_rank <= limit[shared_owner]], minlength=pairs)
     # containment: below the smaller cut-off both samples are complete
     cutoff = np.minimum(
-        _cutoffs(first_counts, values[:left_total], left_lengths, sample_size),
-        _cutoffs(second_counts, values[left_total:], right_lengths, sample_size),
+        _cutoffs(first_counts, left_values, left_lengths, sample_size),
+        _cutoffs(second_counts, right_values, right_lengths, sample_size),
     )
     shared_below = np.bincount(shared_owner[shared_values <= cutoff[shared_owner]], minlength=pairs)
-    bounds = (pair_ids << 33) | (cutoff << 1)
+    bounds = (pair_ids << 32) | cutoff
     left_below = np.searchsorted(keys[:left_total], bounds, "right") - _starts(left_lengths)
     right_below = np.searchsorted(keys[left_total:], bounds, "right") - _starts(right_lengths)
     resemblance = np.where(union_size > 0, shared_in_union / np.maximum(union_size, 1), 0.0)
@@ -250,7 +247,7 @@ def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 
 def _cutoffs(
     counts: npt.NDArray[np.int64],
-    values: npt.NDArray[np.int64],
+    values: U32,
     lengths: npt.NDArray[np.int64],
     sample_size: int,
 ) -> npt.NDArray[np.int64]:
@@ -258,4 +255,5 @@ def _cutoffs(
     ``_NO_CUTOFF`` for a complete one (``values``: the sketches' values laid end to end)."""
     sampled = (counts > sample_size) & (lengths > 0)
     last = np.cumsum(lengths) - 1
-    return np.where(sampled, values[np.maximum(last, 0)] if len(values) else 0, _NO_CUTOFF)
+    cutoffs = np.where(sampled, values[np.maximum(last, 0)] if len(values) else 0, _NO_CUTOFF)
+    return cutoffs.astype(np.int64, copy=False)
