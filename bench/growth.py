@@ -3,10 +3,12 @@
 Runs neardup as the targets speak of it (``neardup run --prepare thread``: one process) on the
 corpus ``python -m bench --no-truth`` writes, with ``--stats`` logging every ``--every``
 documents (``neardup.streams.progress.StatsLog``). Per stretch: documents so far, µs per
-document in the stretch, RSS, and state bytes per document; then the growth of time per
-document, last stretch over first and whole run over first. Measured within one run, the
-growth is free of the drift between runs of a shared machine (its speed changes by 15 %
-between hours here), which comparing separate runs of each size is not.
+document in the stretch, the candidates and pairs estimated per document in it (the work the
+corpus asks for), RSS, and state bytes per document; then the growth of time per document,
+last stretch over first and whole run over first, and that of pairs estimated per document.
+Measured within one run, the growth is free of the drift between runs of a shared machine
+(its speed changes by 15 % between hours here), which comparing separate runs of each size
+is not.
 
 Whole-run figures (wall seconds, peak RSS by ``wait4``, state size after close) are measured
 as ``python -m bench`` measures them.
@@ -36,10 +38,17 @@ def growth_report(
             "documents": line["records"],
             "seconds": line["window_seconds"],
             "us_per_doc": round(1e6 * line["window_seconds"] / line["window_records"], 1),
+            # the work each document of the stretch cost, from the difference of the totals
+            **{
+                f"{work}_per_doc": round(
+                    (line[work] - (before[work] if before else 0)) / line["window_records"], 2
+                )
+                for work in ("candidates", "pairs_estimated")
+            },
             "rss_mb": line["rss_mb"],
             "state_bytes_per_doc": round(line["state_bytes"] / line["records"], 1),
         }
-        for line in stats
+        for before, line in zip([None, *stats], stats, strict=False)
         if line["window_records"] > 0
     ]
     if not stretches:
@@ -47,6 +56,8 @@ def growth_report(
     documents = stats[-1]["records"]
     first, last = stretches[0]["us_per_doc"], stretches[-1]["us_per_doc"]
     whole = 1e6 * stats[-1]["seconds"] / documents
+    first_pairs = stretches[0]["pairs_estimated_per_doc"]
+    whole_pairs = stats[-1]["pairs_estimated"] / documents
     return {
         "documents": documents,
         "seconds": round(seconds, 2),
@@ -56,14 +67,17 @@ def growth_report(
         "stretches": stretches,
         "last_over_first": round(last / first, 2),
         "whole_over_first": round(whole / first, 2),
+        # the same for the pairs estimated per document: how much of the growth is more work
+        "pairs_whole_over_first": round(whole_pairs / first_pairs, 2) if first_pairs else None,
     }
 
 
 def _print(report: dict[str, Any]) -> None:
-    print("documents  stretch s  us/doc  RSS MB  state B/doc")
+    print("documents  stretch s  us/doc  candidates/doc  pairs/doc  RSS MB  state B/doc")
     for s in report["stretches"]:
         print(
             f"{s['documents']:>9,}  {s['seconds']:>9.1f}  {s['us_per_doc']:>6.0f}  "
+            f"{s['candidates_per_doc']:>14.2f}  {s['pairs_estimated_per_doc']:>9.2f}  "
             f"{s['rss_mb']:>6.0f}  {s['state_bytes_per_doc']:>11.0f}"
         )
     print(
@@ -73,7 +87,8 @@ def _print(report: dict[str, Any]) -> None:
     )
     print(
         f"time per document: last stretch / first = {report['last_over_first']}x, "
-        f"whole run / first stretch = {report['whole_over_first']}x"
+        f"whole run / first stretch = {report['whole_over_first']}x; pairs estimated per "
+        f"document: whole run / first stretch = {report['pairs_whole_over_first']}x"
     )
 
 

@@ -74,6 +74,8 @@ def run(
             summary.records += result.documents + result.repeats
             summary.documents += result.documents
             summary.repeats += result.repeats
+            summary.candidates += result.candidates
+            summary.pairs_estimated += result.pairs_estimated
             for event in result.events:
                 summary.duplicates += isinstance(event, Duplicate)
                 summary.merges += isinstance(event, ClusterMerged)

@@ -98,10 +98,10 @@ def _verify_all(
     settings: Settings,
     floor: float,
     local: dict[int, PreparedDoc] | None = None,
-) -> list[list[tuple[int, Estimate]]]:
+) -> tuple[list[list[tuple[int, Estimate]]], int]:
     """Estimate every (document, candidate) pair in one vectorised call; for each document,
     the candidates whose estimate passes ``floor`` (resemblance, or with ``floor`` 0 all),
-    with their estimates.
+    with their estimates; and how many pairs were estimated.
 
     Candidates come from the store, or from ``local``: documents of the same batch that are
     not stored yet. A pair whose shingle counts alone rule out resemblance ``floor``
@@ -148,7 +148,7 @@ def _verify_all(
             bool(exact[position]),
         )
         found[index].append((candidate, estimate))
-    return found
+    return found, len(owners)
 
 
 def _admit(
@@ -231,13 +231,16 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     view.counters.add("documents", len(docs) - repeats)
     fresh = [doc for doc, twin in admitted if twin is None]
     candidates = batch_candidates(view, fresh, settings)
-    verified = _verify_all(
+    verified, estimated = _verify_all(
         view,
         list(zip(fresh, candidates, strict=True)),
         settings,
         settings.threshold,
         local={doc.doc_id: doc for doc in fresh},
     )
+    # the work the corpus asks for: what an operator watches when time per document grows
+    view.counters.add("candidates", sum(map(len, candidates)))
+    view.counters.add("pairs_estimated", estimated)
     matches = {doc.doc_id: found for doc, found in zip(fresh, verified, strict=True)}
     events: list[Event] = []
     for doc, twin in admitted:
@@ -307,8 +310,8 @@ def find_similar(
                 _EXACT,
                 view.clusters.find(twin[0]),
             )
-    candidates = query_candidates(view, doc)
-    for candidate, e in _verify_all(view, [(doc, candidates)], settings, 0.0)[0]:
+    verified, _ = _verify_all(view, [(doc, query_candidates(view, doc))], settings, 0.0)
+    for candidate, e in verified[0]:
         if (
             candidate not in matches
             and max(e.resemblance, e.containment, e.containment_reverse) >= floor
@@ -326,6 +329,10 @@ class BatchResult:
     events: list[Event] = field(default_factory=list)
     documents: int = 0
     repeats: int = 0
+    #: documents proposed by the indexes past their filters, and (document, candidate) pairs
+    #: whose resemblance was estimated
+    candidates: int = 0
+    pairs_estimated: int = 0
 
 
 class Detector:
@@ -356,8 +363,11 @@ class Detector:
         view to forget the batch."""
         view = self.state.view()
         result = BatchResult()
-        before = view.counters.get("repeats")
+        counted = ("repeats", "candidates", "pairs_estimated")
+        before = [view.counters.get(name) for name in counted]
         result.events = ingest_batch(view, prepared, self.settings)
-        result.repeats = view.counters.get("repeats") - before
+        result.repeats, result.candidates, result.pairs_estimated = (
+            view.counters.get(name) - start for name, start in zip(counted, before, strict=True)
+        )
         result.documents = len(prepared) - result.repeats
         return view, result

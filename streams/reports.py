@@ -56,6 +56,8 @@ def statistics(state: State, top: int = 10) -> dict[str, Any]:
         "documents": documents,
         "repeats_ignored": view.counters.get("repeats"),
         "duplicates": view.counters.get("duplicates"),
+        "candidates": view.counters.get("candidates"),
+        "pairs_estimated": view.counters.get("pairs_estimated"),
         "clusters": len(roots),
         "documents_in_clusters": sum(info.size for _, info in roots),
         "largest_clusters": largest,

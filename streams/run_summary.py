@@ -17,6 +17,8 @@ class RunSummary:
     repeats: int = 0
     duplicates: int = 0
     merges: int = 0
+    candidates: int = 0
+    pairs_estimated: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
 
@@ -27,6 +29,8 @@ class RunSummary:
             "repeats": self.repeats,
             "duplicates": self.duplicates,
             "cluster_merges": self.merges,
+            "candidates": self.candidates,
+            "pairs_estimated": self.pairs_estimated,
             "dead_letters": sum(self.dead_letters.values()),
             "dead_letter_reasons": dict(sorted(self.dead_letters.items())),
             "seconds": round(self.seconds, 3),
@@ -41,6 +45,7 @@ class RunSummary:
             f"({self.records / max(self.seconds, 1e-9):,.0f} records/s)",
             f"{self.documents:,} new documents, {self.repeats:,} already known",
             f"{self.duplicates:,} duplicates found, {self.merges:,} cluster merges",
+            f"{self.candidates:,} candidates, {self.pairs_estimated:,} pairs estimated",
             f"{dead:,} dead letters" + (f" ({reasons})" if reasons else ""),
         ]
         return "\n".join(lines)

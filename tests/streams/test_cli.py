@@ -178,5 +178,12 @@ def test_run_logs_statistics_per_stretch_and_at_the_end(tmp_path: Path) -> None:
         assert line["rss_mb"] > 10 and line["peak_rss_mb"] >= line["rss_mb"]
         assert line["state_bytes"] > 0 and line["seconds"] >= line["window_seconds"] >= 0
     assert [line["seconds"] for line in lines] == sorted(line["seconds"] for line in lines)
+    # the sample's near copies were estimated; the state keeps the same totals as the run
+    assert final["candidates"] >= final["pairs_estimated"] > 0
+    totals = json.loads(neardup("stats", "--state", str(tmp_path / "state")).stdout)
+    assert (totals["candidates"], totals["pairs_estimated"]) == (
+        final["candidates"],
+        final["pairs_estimated"],
+    )
     refused = neardup("run", "--state", str(tmp_path / "other"), "--stats-every", "0", str(SAMPLE))
     assert refused.returncode == 2 and "--stats-every 0 must be at least 1" in refused.stderr

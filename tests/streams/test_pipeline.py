@@ -116,6 +116,30 @@ def test_a_bridging_document_merges_two_clusters_into_the_older() -> None:
     assert joined[0].cluster == a and joined[0].method == "near"
 
 
+def test_each_batch_counts_the_candidates_and_pairs_it_estimated() -> None:
+    words = [f"term{i}" for i in range(600)]
+    pages = [
+        Page("https://a/1", " ".join(words[:300]), "2026-01-01T00:00:00Z"),
+        Page("https://a/2", " ".join([*words[:299], "changed"]), "2026-01-02T00:00:00Z"),
+        Page("https://u/1", " ".join(words[300:]), "2026-01-03T00:00:00Z"),  # shares nothing
+        Page("https://a/3", " ".join(words[:300]), "2026-01-04T00:00:00Z"),  # an exact copy
+    ]
+    with State.open(None) as state:
+        detector = Detector(state)
+        work = [
+            (result.candidates, result.pairs_estimated)
+            for result in (detector.process([page]) for page in pages)
+        ]
+        # the near copy meets its original; the unrelated page meets nothing, and an exact
+        # copy is matched by its fingerprint before any index is asked
+        assert work == [(0, 0), (1, 1), (0, 0), (0, 0)]
+        counters = state.view().counters
+        assert (counters.get("candidates"), counters.get("pairs_estimated")) == (1, 1)
+    with State.open(None) as state:  # within one batch, the earlier page is a candidate too
+        one_batch = Detector(state).process(pages)
+        assert (one_batch.candidates, one_batch.pairs_estimated) == (1, 1)
+
+
 def test_identical_canonical_and_shingle_equivalent_shortcuts() -> None:
     text = "The quick brown fox jumps over the lazy dog near the river bank today"
     pages = [
