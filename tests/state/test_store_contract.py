@@ -153,7 +153,9 @@ def test_rocksdb_write_ahead_log_stays_bounded(
         assert rocks.get("meta", b"batches") == b"319"
 
 
-@pytest.mark.parametrize("table", ["supershingles", "shingles", "fingerprints"])
+@pytest.mark.parametrize(
+    "table", ["supershingles", "shingles", "fingerprints", "docs", "parents", "clusters"]
+)
 def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: str) -> None:
     """The point-lookup tables keep their memtables in hash tables (state/rocksdb.py): keys of
     any length, sharing prefixes or not, in memtables and in flushed files, still read back
