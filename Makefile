@@ -25,7 +25,8 @@ unit: $(BIN)/.ready
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/.ready
-	$(BIN)/ruff check core state streams tests bench
+	$(BIN)/ruff check core state streams tests bench samples
+	$(BIN)/ruff format --check core state streams tests bench samples
 
 # mypy sees the installed layout (neardup.core, ...) through a tree of links to the folders.
 typecheck: $(BIN)/.ready
