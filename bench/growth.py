@@ -5,7 +5,8 @@ corpus ``python -m bench --no-truth`` writes, with ``--stats`` logging every ``-
 documents (``neardup.streams.progress.StatsLog``). Per stretch: documents so far, µs per
 document in the stretch, the candidates and pairs estimated per document in it (the work the
 corpus asks for), RSS, and state bytes per document; then the growth of time per document,
-last stretch over first and whole run over first, and that of pairs estimated per document.
+last stretch over first and whole run over first, that of pairs estimated per document, and
+k in "total time grows as N^k" (1 for linear).
 Measured within one run, the growth is free of the drift between runs of a shared machine
 (its speed changes by 15 % between hours here), which comparing separate runs of each size
 is not.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -58,6 +60,15 @@ def growth_report(
     whole = 1e6 * stats[-1]["seconds"] / documents
     first_pairs = stretches[0]["pairs_estimated_per_doc"]
     whole_pairs = stats[-1]["pairs_estimated"] / documents
+    # k in "total time grows as N^k", from the end of the first stretch to the end of the run:
+    # 1 when each document costs the same however many came before it
+    first_line = next(line for line in stats if line["window_records"] > 0)
+    span = documents / first_line["records"]
+    exponent = (
+        round(math.log(stats[-1]["seconds"] / first_line["seconds"]) / math.log(span), 2)
+        if span > 1
+        else None
+    )
     return {
         "documents": documents,
         "seconds": round(seconds, 2),
@@ -69,6 +80,7 @@ def growth_report(
         "whole_over_first": round(whole / first, 2),
         # the same for the pairs estimated per document: how much of the growth is more work
         "pairs_whole_over_first": round(whole_pairs / first_pairs, 2) if first_pairs else None,
+        "time_exponent": exponent,
     }
 
 
@@ -88,7 +100,8 @@ def _print(report: dict[str, Any]) -> None:
     print(
         f"time per document: last stretch / first = {report['last_over_first']}x, "
         f"whole run / first stretch = {report['whole_over_first']}x; pairs estimated per "
-        f"document: whole run / first stretch = {report['pairs_whole_over_first']}x"
+        f"document: whole run / first stretch = {report['pairs_whole_over_first']}x; total "
+        f"time grows as N^{report['time_exponent']} from the first stretch on"
     )
 
 

@@ -41,6 +41,11 @@ def test_growth_is_time_per_document_over_the_first_stretchs() -> None:
     assert [s["pairs_estimated_per_doc"] for s in report["stretches"]] == [0.5, 1.5]
     assert [s["candidates_per_doc"] for s in report["stretches"]] == [1.0, 3.0]
     assert report["pairs_whole_over_first"] == 2.0  # 200 pairs / 200 documents over 0.5
+    # total time 1.0 s at 100 documents, 2.6 s at 200: 2.6 = 2**k, k = 1.38
+    assert report["time_exponent"] == 1.38
+    flat = [_line(100, 100, 1.0, 1.0), _line(300, 200, 3.0, 2.0)]
+    assert growth_report(flat, 3.0, 1.0, 1)["time_exponent"] == 1.0
+    assert growth_report(flat[:1], 1.0, 1.0, 1)["time_exponent"] is None  # one stretch
     assert report["state_bytes_per_doc"] == 950.0 and report["docs_per_second"] == 66.7
     with pytest.raises(ValueError, match="no documents"):
         growth_report([_line(0, 0, 0.1, 0.1)], 1.0, 1.0, 0)
@@ -58,4 +63,6 @@ def test_growth_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert report["state_bytes_per_doc"] > 0 and report["last_over_first"] > 0
     # the scale corpus's families meet within 600 pages: some pairs are estimated
     assert sum(s["pairs_estimated_per_doc"] for s in report["stretches"]) > 0
-    assert "time per document: last stretch / first" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "time per document: last stretch / first" in printed and "total time grows" in printed
+    assert report["time_exponent"] > 0
