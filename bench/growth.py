@@ -66,7 +66,7 @@ def growth_report(
     span = documents / first_line["records"]
     exponent = (
         round(math.log(stats[-1]["seconds"] / first_line["seconds"]) / math.log(span), 2)
-        if span > 1
+        if span > 1 and first_line["seconds"] > 0
         else None
     )
     return {
