@@ -2,7 +2,7 @@
 
 Runs neardup as the targets speak of it (``neardup run --prepare thread``: one process) on the
 corpus ``python -m bench --no-truth`` writes, with ``--stats`` logging every ``--every``
-documents (``neardup.streams.progress.StatsLog``). Per stretch: documents so far, µs per
+documents (``neardup.streams.running.progress.StatsLog``). Per stretch: documents so far, µs per
 document in the stretch, the candidates and pairs estimated per document in it (the work the
 corpus asks for), RSS, and state bytes per document; then the growth of time per document,
 last stretch over first and whole run over first, that of pairs estimated per document, and

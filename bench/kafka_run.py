@@ -33,7 +33,8 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from . import tansu
+from tests.support import tansu
+
 from .corpus import generate
 
 _WORKER_START_SECONDS = 60.0
@@ -47,8 +48,8 @@ class Run:
     """One deployment: its topics (created at once, as a worker creates them) and a worker."""
 
     def __init__(self, broker: str, partitions: int, workdir: Path) -> None:
-        from neardup.streams.worker import ensure_topics
-        from neardup.streams.worker_config import WorkerConfig
+        from neardup.streams.kafka.config import WorkerConfig
+        from neardup.streams.kafka.worker import ensure_topics
 
         self.broker = broker
         app = f"bench-{uuid.uuid4().hex[:8]}"
@@ -138,7 +139,7 @@ class Run:
         """The timestamp (s) of the event after which the clusters rebuilt from the events
         equal ``expected`` (waiting for it; reading as little as possible meanwhile, since
         this process shares the machine with the worker)."""
-        from neardup.streams.event_clusters import clusters_from_events
+        from neardup.streams.detection.event_clusters import clusters_from_events
 
         def found(events: list[dict[str, Any]]) -> Clusters:
             return {frozenset(line["members"]) for line in clusters_from_events(events)}
@@ -206,7 +207,7 @@ def _corpus(docs: int, seed: int) -> tuple[Pages, Clusters]:
     from neardup.core import Page
     from neardup.state import State
     from neardup.streams import Detector
-    from neardup.streams.reports import cluster_lines
+    from neardup.streams.running.reports import cluster_lines
 
     corpus = generate(docs, seed=seed)
     pages = [Page(p.url, p.content, p.fetched_at, p.content_type) for p in corpus]

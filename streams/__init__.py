@@ -1,10 +1,24 @@
-"""neardup.streams: the pipeline wired in one process (embedded) and on Kafka, plus the CLI."""
+"""neardup.streams: detection wired in one process (embedded) and on Kafka, plus the CLI.
 
-from .embedded import run
-from .events import SCHEMA_VERSION, ClusterMerged, DocRef, Duplicate, Event, format_id
-from .inputs import DeadLetter, iter_records
-from .pipeline import BatchResult, Detector, Match, find_similar, ingest
-from .run_summary import RunSummary
+detection/  the stages after preparation, and the events they emit
+running/    the embedded runner: inputs, dead letters, progress, reports
+kafka/      the Faust topology, the worker, the kafka-python client
+cli.py      the ``neardup`` command
+"""
+
+from .detection import (
+    SCHEMA_VERSION,
+    BatchResult,
+    ClusterMerged,
+    Detector,
+    DocRef,
+    Duplicate,
+    Event,
+    Match,
+    find_similar,
+    format_id,
+)
+from .running import DeadLetter, RunSummary, iter_records, run
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -19,7 +33,6 @@ __all__ = [
     "RunSummary",
     "find_similar",
     "format_id",
-    "ingest",
     "iter_records",
     "run",
 ]

@@ -15,9 +15,9 @@ from typing import IO, Any
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Page, Settings
 from neardup.state import State
 
-from . import embedded, reports
-from .prepare_work import PREPARE_MODES
-from .progress import Progress, RunObserver, StatsLog
+from .running import embedded, reports
+from .running.prepare_work import PREPARE_MODES
+from .running.progress import Progress, RunObserver, StatsLog
 
 __all__ = ["main"]
 
@@ -206,7 +206,7 @@ def _add_topic(parser: argparse.ArgumentParser, what: str, env: str, default: st
 
 
 def _add_events_topic(parser: argparse.ArgumentParser, idle_default: float | None) -> None:
-    from .kafka_client import DEFAULT_EVENTS_TOPIC
+    from .kafka.client import DEFAULT_EVENTS_TOPIC
 
     _add_topic(parser, "events", "NEARDUP_EVENTS_TOPIC", DEFAULT_EVENTS_TOPIC)
     parser.add_argument(
@@ -221,7 +221,7 @@ def _add_events_topic(parser: argparse.ArgumentParser, idle_default: float | Non
 
 
 def _add_kafka_client(commands: Any) -> None:
-    from .kafka_client import DEFAULT_DEAD_LETTER_TOPIC, DEFAULT_PAGES_TOPIC
+    from .kafka.client import DEFAULT_DEAD_LETTER_TOPIC, DEFAULT_PAGES_TOPIC
 
     broker_help = "Kafka bootstrap server (env NEARDUP_BROKER)"
     publish = commands.add_parser(
@@ -279,7 +279,7 @@ def _broker(args: argparse.Namespace) -> str:
 
 
 def _kafka_client(args: argparse.Namespace) -> int:
-    from . import kafka_client
+    from .kafka import client as kafka_client
 
     if args.command == "publish":
         summary = kafka_client.publish(
@@ -310,7 +310,7 @@ def _worker_flag(field: str) -> str:
 
 
 def _add_worker(commands: Any) -> None:
-    from .worker_config import ENVIRONMENT
+    from .kafka.config import ENVIRONMENT
 
     worker = commands.add_parser(
         "worker",
@@ -355,8 +355,8 @@ def _add_worker(commands: Any) -> None:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from .worker import run_worker
-    from .worker_config import ENVIRONMENT, WorkerConfig
+    from .kafka.config import ENVIRONMENT, WorkerConfig
+    from .kafka.worker import run_worker
 
     given = {name: getattr(args, name, None) for name in ENVIRONMENT}
     merged = WorkerConfig.from_environment(given)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from neardup.core import Page
 from neardup.state import State
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "samples" / "pages.jsonl"
 
 VOCABULARY = [f"w{i}" for i in range(3000)]
 
@@ -34,6 +39,6 @@ def family_pages(seed: int, families: int = 6, size: int = 5, words: int = 150) 
 
 def partition(state: State) -> set[frozenset[str]]:
     """Clusters as sets of URLs (ids left out), for comparing runs."""
-    from neardup.streams.reports import cluster_lines
+    from neardup.streams.running.reports import cluster_lines
 
     return {frozenset(line["members"]) for line in cluster_lines(state)}

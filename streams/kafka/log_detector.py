@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from neardup.core import BadRecordError, PreparedDoc, Settings, SettingsError
 from neardup.state import State, StateView
 
-from .events import Event
-from .pipeline import Detector
+from ..detection.events import Event
+from ..detection.pipeline import Detector
 from .prepared_codec import decode_batch, settings_of_batch
 
 __all__ = ["LogDetector", "Staged"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import tansu
+from tests.support import tansu
 
 START_SECONDS = 20.0
 

@@ -33,10 +33,11 @@ import faust
 from neardup.core import BadRecordError, StateError
 from neardup.state import State
 
-from . import faust_transport, prepare_work
-from .inputs import DeadLetter
+from ..running import prepare_work
+from ..running.inputs import DeadLetter
+from . import page_batches, transport
+from .config import WorkerConfig
 from .log_detector import LogDetector, Staged
-from .worker_config import WorkerConfig
 
 __all__ = ["build_app", "internal_topics"]
 
@@ -80,10 +81,10 @@ def _dead_letter(message: Any, error: BadRecordError) -> bytes:
 def build_app(config: WorkerConfig) -> faust.App:
     """The Faust application of one worker (every worker of a deployment builds the same)."""
     settings = config.settings
-    faust_transport.register()
+    transport.register()
     app = faust.App(
         config.app_id,
-        broker=f"{faust_transport.SCHEME}://{config.broker}",
+        broker=f"{transport.SCHEME}://{config.broker}",
         store="memory://",  # no Faust tables: the detector keeps its own RocksDB state
         datadir=str(config.state_dir / "faust"),
         topic_partitions=config.partitions,
@@ -129,7 +130,7 @@ def build_app(config: WorkerConfig) -> faust.App:
                 values = [event.message.value or b"" for event in batch]
                 messages, refused = await loop.run_in_executor(
                     work,
-                    prepare_work.prepare_messages,
+                    page_batches.prepare_messages,
                     values,
                     settings_json,
                     config.max_record_bytes,
@@ -205,7 +206,7 @@ async def _catch_up(
         bootstrap_servers=config.broker,
         client_id=f"{config.app_id}-catch-up",
         enable_auto_commit=False,
-        max_partition_fetch_bytes=4 * prepare_work.MESSAGE_BYTES,
+        max_partition_fetch_bytes=4 * page_batches.MESSAGE_BYTES,
     )
     await consumer.start()
     try:

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from neardup.core import Page, Preparer, Settings
 from neardup.state import TABLES, State
 from neardup.streams import Detector
-from neardup.streams.event_clusters import clusters_from_events
-from neardup.streams.log_detector import LogDetector
-from neardup.streams.prepared_codec import encode_batch
+from neardup.streams.detection.event_clusters import clusters_from_events
+from neardup.streams.kafka.log_detector import LogDetector
+from neardup.streams.kafka.prepared_codec import encode_batch
 
 from tests.helpers import family_pages, partition
 

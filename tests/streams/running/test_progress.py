@@ -7,8 +7,8 @@ import io
 import json
 
 import pytest
-from neardup.streams.progress import Progress, StatsLog
-from neardup.streams.run_summary import RunSummary
+from neardup.streams.running.progress import Progress, StatsLog
+from neardup.streams.running.run_summary import RunSummary
 
 
 class _Clock:

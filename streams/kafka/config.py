@@ -9,7 +9,7 @@ from pathlib import Path
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
 
-from .prepare_work import PREPARE_MODES
+from ..running.prepare_work import PREPARE_MODES
 
 __all__ = ["ENVIRONMENT", "WorkerConfig"]
 

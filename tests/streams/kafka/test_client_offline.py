@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from neardup.core import Page
-from neardup.streams import kafka_client
 from neardup.streams.cli import main
-from neardup.streams.kafka_client import clusters_from_events, page_message
+from neardup.streams.kafka import client as kafka_client
+from neardup.streams.kafka.client import clusters_from_events, page_message
 
-SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "pages.jsonl"
+from tests.helpers import SAMPLE
 
 
 def test_a_page_travels_as_the_input_contract_keyed_by_url() -> None:

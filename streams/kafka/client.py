@@ -26,8 +26,8 @@ from typing import Any
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, BrokerError, Page
 
-from .event_clusters import clusters_from_events
-from .inputs import DeadLetter, iter_records
+from ..detection.event_clusters import clusters_from_events
+from ..running.inputs import DeadLetter, iter_records
 
 __all__ = [
     "DEFAULT_DEAD_LETTER_TOPIC",

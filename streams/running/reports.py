@@ -8,8 +8,8 @@ from typing import Any
 from neardup.core import Page, Preparer, estimate
 from neardup.state import State, StateView
 
-from .events import format_id
-from .pipeline import Match, find_similar, stored_sketch
+from ..detection.events import format_id
+from ..detection.pipeline import Match, find_similar, stored_sketch
 
 __all__ = ["cluster_lines", "lost_and_found", "similar_to_content", "statistics"]
 

@@ -3,19 +3,15 @@ decoded documents gives the same events, and a damaged message is refused with a
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import BadRecordError, Page, PreparedDoc, Preparer, Settings, page_from_json
 from neardup.state import State
 from neardup.streams import Detector
-from neardup.streams.prepared_codec import decode_batch, encode_batch, settings_of_batch
+from neardup.streams.kafka.prepared_codec import decode_batch, encode_batch, settings_of_batch
 
-from tests.helpers import family_pages
-
-SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "pages.jsonl"
+from tests.helpers import SAMPLE, family_pages
 
 
 def _sample_pages() -> list[Page]:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from neardup.core import page_from_json
-from neardup.streams import kafka_client
 from neardup.streams.cli import main
+from neardup.streams.kafka import client as kafka_client
+
+from tests.helpers import SAMPLE
 
 pytestmark = pytest.mark.kafka
-
-SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "pages.jsonl"
 
 
 def _read_all(broker: str, topic: str) -> list[tuple[bytes | None, bytes]]:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from neardup.core import IncompatibleStateError, NeardupError, Settings
-from neardup.streams.topology import internal_topics
-from neardup.streams.worker import check_settings
-from neardup.streams.worker_config import WorkerConfig
+from neardup.streams.kafka.config import WorkerConfig
+from neardup.streams.kafka.topology import internal_topics
+from neardup.streams.kafka.worker import check_settings
 
 
 @pytest.mark.parametrize(
@@ -64,7 +64,7 @@ def test_the_short_fetch_wait_reaches_the_consumer() -> None:
 
     from aiokafka import AIOKafkaConsumer
     from faust.transport import drivers
-    from neardup.streams import faust_transport
+    from neardup.streams.kafka import transport as faust_transport
 
     async def wait_kept() -> int:  # aiokafka wants a running loop
         consumer = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:9", fetch_max_wait_ms=1234)

@@ -12,9 +12,9 @@ from typing import IO
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
 from neardup.state import State
 
-from .events import ClusterMerged, Duplicate
+from ..detection.events import ClusterMerged, Duplicate
+from ..detection.pipeline import Detector
 from .inputs import DeadLetter, iter_records
-from .pipeline import Detector
 from .prepare_work import executor, prepare_pages
 from .progress import RunObserver
 from .run_summary import RunSummary

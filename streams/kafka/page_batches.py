@@ -1,0 +1,60 @@
+"""The prepare agent's work: page messages (JSON) in, prepared batches (binary) out."""
+
+from __future__ import annotations
+
+from neardup.core import BadRecordError, Page, page_from_json
+
+from ..running.prepare_work import preparer_for
+from .prepared_codec import encode_document, frame
+
+__all__ = ["MESSAGE_BYTES", "Refusal", "prepare_messages"]
+
+#: prepared batches stay well under Kafka's default 1 MB message limit
+MESSAGE_BYTES = 512 * 1024
+
+#: a page message that cannot be prepared: its index in the batch, reason code, message
+Refusal = tuple[int, str, str]
+
+
+def prepare_messages(
+    values: list[bytes], settings_json: str, max_record_bytes: int, limit: int = MESSAGE_BYTES
+) -> tuple[list[bytes], list[Refusal]]:
+    """Page messages (JSON) to prepared batches of at most ``limit`` bytes, in order, and the
+    refusals (bad JSON, a bad record, a document too large to send), by index."""
+    preparer = preparer_for(settings_json)
+    pages: list[Page] = []
+    positions: list[int] = []
+    refused: list[Refusal] = []
+    for index, value in enumerate(values):
+        try:
+            pages.append(page_from_json(value, max_record_bytes))
+            positions.append(index)
+        except BadRecordError as error:
+            refused.append((index, error.reason, str(error)))
+    prepared_with = preparer.settings.to_json().encode()
+    # a message of one document is this much more than the document's own part
+    overhead = len(frame([], prepared_with))
+    messages: list[bytes] = []
+    group: list[bytes] = []
+    size = 0
+    for index, doc in zip(positions, preparer.prepare(pages), strict=True):
+        encoded = encode_document(doc)
+        one = overhead + len(encoded)
+        if one > limit:
+            refused.append(
+                (
+                    index,
+                    "too_large",
+                    f"the prepared document is {one} bytes, over the {limit}-byte message "
+                    "limit (its url or content type is that long)",
+                )
+            )
+            continue
+        if group and size + one > limit:
+            messages.append(frame(group, prepared_with))
+            group, size = [], 0
+        group.append(encoded)
+        size += one
+    if group:
+        messages.append(frame(group, prepared_with))
+    return messages, sorted(refused)

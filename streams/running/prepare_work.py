@@ -1,0 +1,51 @@
+"""Preparing pages away from the detector: in a child process or a thread beside it.
+
+Preparing (parse, canonical form, shingles, sketch) is most of a page's cost and keeps no
+state, so a worker, and ``neardup run``, do it in a process of their own by default: the
+detector's interpreter keeps its GIL, and the two use two cores. A thread does not: the HTML
+parser releases the GIL for every page and then waits for it while the detector runs Python,
+up to a switch interval (5 ms) each time (``python -m bench.gil_convoy``: 31 us per page
+alone, 10 ms beside a busy thread), so the two threads mostly take turns.
+``executor("thread")`` keeps preparing in the process, for a machine with one core or for a
+single-process measurement.
+
+Arguments and results cross the process boundary, so they are plain data: the settings as
+JSON, refusals as (index, reason, message) instead of exceptions, and pages and prepared
+documents as frozen dataclasses of strings, numbers and numpy arrays (pickled).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from functools import cache
+from typing import Literal, get_args
+
+from neardup.core import Page, PreparedDoc, Preparer, Settings
+
+__all__ = ["PREPARE_MODES", "PrepareMode", "executor", "prepare_pages", "preparer_for"]
+
+#: where pages are prepared: a child process (a second core) or a thread of this process
+PrepareMode = Literal["process", "thread"]
+PREPARE_MODES: tuple[PrepareMode, ...] = get_args(PrepareMode)
+
+
+@cache
+def preparer_for(settings_json: str) -> Preparer:
+    """One Preparer per settings JSON, kept: its lookup tables stay warm between batches."""
+    return Preparer(Settings.from_json(settings_json))
+
+
+def executor(mode: str) -> Executor:
+    """Where preparation runs: a child process (spawned, not forked: the worker has
+    threads) or a thread of this process."""
+    if mode == "process":
+        return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    if mode == "thread":
+        return ThreadPoolExecutor(1, thread_name_prefix="neardup-prepare")
+    raise ValueError(f"prepare mode {mode!r}: use one of {', '.join(PREPARE_MODES)}")
+
+
+def prepare_pages(pages: list[Page], settings_json: str) -> list[PreparedDoc]:
+    """``Preparer.prepare`` with the settings as JSON: what an executor of either mode runs."""
+    return preparer_for(settings_json).prepare(pages)
