@@ -9,7 +9,8 @@ detector refuses batches prepared with other settings instead of mixing their sk
     document = header (``_HEADER``), sketch u32[], super-shingles u64[], shingle keys u32[],
                url, fetched_at, content type (UTF-8)
 
-Little-endian throughout. JSON with base64 sketches cost 4x the bytes and 10x the time.
+Little-endian throughout: binary, because a sketch in JSON (base64) is several times the bytes
+and the decoding time.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 Faust builds its consumer with ``fetch_max_wait_ms=1500`` and no setting to change it. A
 Kafka broker answers a waiting fetch as soon as data arrives, so there the wait costs
-nothing; Tansu (the test broker) holds an aiokafka fetch for ~380 ms whatever arrives
-(measured: 0.38 s per hop at 1500 ms, 0.012 s at 100 ms), which was most of the
-publish-to-event latency. 100 ms costs a Kafka broker a few empty fetches a second when idle.
+nothing; Tansu (the test broker) holds a fetch for a good part of the wait whatever arrives,
+which adds that much to every hop between a page and its event. 100 ms costs a Kafka broker
+a few empty fetches a second when idle.
 
 The transport is registered under ``SCHEME`` in Faust's transport registry (its public
 ``aliases``), and ``build_app`` names it in the broker URL.

@@ -23,8 +23,8 @@ from neardup.core import (
 __all__ = ["DeadLetter", "iter_records", "open_source"]
 
 _EXCERPT = 512
-# lines are about 5 KB: a 256 KB buffer reads many per system call (the default 8 KB one,
-# about one: 7 -> 2 us per line)
+# lines are about 5 KB: a 256 KB buffer reads many per system call, the default 8 KB one
+# about one
 _READ_BUFFER = 1 << 18
 # what bytes.strip removes: a line starting with anything else is not blank
 _BLANK = frozenset(b" \t\n\r\x0b\x0c")
