@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import xxhash
 
 from ._hashing import drop_repeats
 from .exceptions import SketchMismatchError
@@ -50,8 +51,16 @@ _VALUES_PER_CALL = 1 << 15
 
 
 def sketch_family(settings: Settings) -> int:
-    """Sketches compare only within one family: same seed, tokens, shingle and sample sizes."""
-    return hash((settings.seed, settings.token_unit, settings.shingle_size, settings.sample_size))
+    """Sketches compare only within one family: same seed, tokens, shingle and sample sizes.
+
+    A stable 64-bit hash, the same in every process: sketches made in a prepare process (or
+    another worker) are compared with those made here, and ``hash()`` of a string is
+    randomised per process."""
+    described = (
+        f"{settings.seed}\x1f{settings.token_unit}\x1f{settings.shingle_size}"
+        f"\x1f{settings.sample_size}"
+    )
+    return xxhash.xxh3_64_intdigest(described.encode())
 
 
 @dataclass(frozen=True, slots=True, eq=False)
