@@ -1,14 +1,14 @@
 """neardup.state: the detector's memory, over a key-value store (in memory or RocksDB)."""
 
 from .clusters import Clusters
-from .codec import ClusterInfo, DocRecord, Postings, pack_sample, unpack_samples
+from .codec import ClusterInfo, DocRecord, Postings, StoredRef, pack_sample, unpack_samples
 from .documents import Documents, FingerprintKind, FingerprintTable, UrlHistory
 from .memory import MemoryStore
-from .meta import FORMAT_VERSION, Counters, check_or_store_settings
+from .meta import FORMAT_VERSION, Counters, LogOffsets, check_or_store_settings
 from .postings import Meetings, PostingIndex
-from .rocksdb import RocksDBStore
+from .rocksdb import RocksDBOptions, RocksDBStore
 from .state import State, StateView
-from .store import TABLES, Changes, Store
+from .store import TABLES, Changes, Store, Table
 from .transaction import Transaction
 
 __all__ = [
@@ -22,14 +22,18 @@ __all__ = [
     "Documents",
     "FingerprintKind",
     "FingerprintTable",
+    "LogOffsets",
     "Meetings",
     "MemoryStore",
     "PostingIndex",
     "Postings",
+    "RocksDBOptions",
     "RocksDBStore",
     "State",
     "StateView",
     "Store",
+    "StoredRef",
+    "Table",
     "Transaction",
     "UrlHistory",
     "check_or_store_settings",

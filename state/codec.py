@@ -6,7 +6,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +22,7 @@ __all__ = [
     "DocRecord",
     "EntryLayout",
     "Postings",
+    "StoredRef",
     "decode_id",
     "encode_id",
     "fetched_at_from_micros",
@@ -73,6 +74,13 @@ def _check_version(raw: bytes, what: str) -> None:
         )
 
 
+class StoredRef(NamedTuple):
+    """A stored document's url and fetched_at, in the field order of the events' DocRef."""
+
+    url: str
+    fetched_at: str
+
+
 @dataclass(frozen=True, slots=True)
 class DocRecord:
     """A stored document. Exact and canonical twins keep no sketch: ``duplicate_of`` names the
@@ -106,12 +114,13 @@ class DocRecord:
         return cls(url, fetched_at_from_micros(micros), count, sketch, duplicate_of)
 
     @staticmethod
-    def decode_ref(raw: bytes) -> tuple[str, str]:
-        """Only (fetched_at, url): what listing clusters reads, without the sketch."""
+    def decode_ref(raw: bytes) -> StoredRef:
+        """Only the url and fetched_at: what listing clusters reads, without the sketch."""
         _check_version(raw, "document")
         _, _, micros, _, _, url_length = _DOC_HEAD.unpack_from(raw)
         start = _DOC_HEAD.size
-        return fetched_at_from_micros(micros), raw[start : start + url_length].decode("utf-8")
+        url = raw[start : start + url_length].decode("utf-8")
+        return StoredRef(url, fetched_at_from_micros(micros))
 
     @staticmethod
     def decode_head(raw: bytes) -> tuple[int, int, int]:

@@ -9,6 +9,7 @@ from enum import IntEnum
 from .codec import (
     NO_TIME,
     DocRecord,
+    StoredRef,
     decode_id,
     encode_id,
     fetched_at_from_micros,
@@ -46,8 +47,8 @@ class Documents:
     def put(self, doc_id: int, record: DocRecord) -> None:
         self._tx.put("docs", encode_id(doc_id), record.encode())
 
-    def ref(self, doc_id: int) -> tuple[str, str] | None:
-        """(fetched_at, url) of a stored document, without decoding its sketch."""
+    def ref(self, doc_id: int) -> StoredRef | None:
+        """The url and fetched_at of a stored document, without decoding its sketch."""
         raw = self._tx.get("docs", encode_id(doc_id))
         return None if raw is None else DocRecord.decode_ref(raw)
 
@@ -73,16 +74,16 @@ class Documents:
             doc_id, record = record.duplicate_of, self.get(record.duplicate_of)
         return None if record is None else (doc_id, record)
 
-    def refs(self, doc_ids: Iterable[int]) -> list[tuple[str, str]]:
-        """(fetched_at, url) of the stored documents among ``doc_ids``, read from the committed
-        state and not cached: for reports that walk the whole state."""
+    def refs(self, doc_ids: Iterable[int]) -> list[StoredRef]:
+        """The url and fetched_at of the stored documents among ``doc_ids``, read from the
+        committed state and not cached: for reports that walk the whole state."""
         raws = self._tx.store.get_many("docs", [encode_id(doc_id) for doc_id in doc_ids])
         return [DocRecord.decode_ref(raw) for raw in raws if raw is not None]
 
-    def scan_refs(self) -> Iterator[tuple[int, str, str]]:
-        """Every stored document (committed state only) as (id, fetched_at, url), by id."""
+    def scan_refs(self) -> Iterator[tuple[int, StoredRef]]:
+        """Every stored document (committed state only) as (id, its url and fetched_at), by id."""
         for key, raw in self._tx.store.items("docs"):
-            yield decode_id(key), *DocRecord.decode_ref(raw)
+            yield decode_id(key), DocRecord.decode_ref(raw)
 
 
 class FingerprintKind(IntEnum):

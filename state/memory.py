@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from .store import TABLES, Changes, Store
+from .store import TABLES, Changes, Store, Table
 
 __all__ = ["MemoryStore"]
 
@@ -15,21 +15,21 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         self._tables: dict[str, dict[bytes, bytes]] | None = {name: {} for name in TABLES}
 
-    def _table(self, table: str) -> dict[bytes, bytes]:
+    def _table(self, table: Table) -> dict[bytes, bytes]:
         if self._tables is None:
             raise RuntimeError("the store is closed")
         self.check_table(table)
         return self._tables[table]
 
-    def get(self, table: str, key: bytes) -> bytes | None:
+    def get(self, table: Table, key: bytes) -> bytes | None:
         value = self._table(table).get(key)
         return None if value is None else bytes(value)
 
-    def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
+    def get_many(self, table: Table, keys: Sequence[bytes]) -> list[bytes | None]:
         values = self._table(table)
         return [None if (v := values.get(key)) is None else bytes(v) for key in keys]
 
-    def items(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+    def items(self, table: Table) -> Iterator[tuple[bytes, bytes]]:
         for key, value in sorted(self._table(table).items()):
             yield bytes(key), bytes(value)
 

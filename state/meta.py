@@ -1,13 +1,15 @@
-"""The state's own description: format version, the settings it was built with, counters."""
+"""The state's own description: format version, settings, counters and Kafka log offsets."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from neardup.core import IncompatibleStateError, Settings, StateError
 
 from .store import Store
 from .transaction import Transaction
 
-__all__ = ["FORMAT_VERSION", "Counters", "check_or_store_settings"]
+__all__ = ["FORMAT_VERSION", "Counters", "LogOffsets", "check_or_store_settings"]
 
 #: Bumped whenever a stored layout changes incompatibly.
 FORMAT_VERSION = 4
@@ -67,3 +69,30 @@ class Counters:
             self._tx.put(
                 "meta", b"count:" + name.encode(), (self.get(name) + amount).to_bytes(8, "big")
             )
+
+    def add_many(self, amounts: Mapping[str, int]) -> None:
+        """Add to several counters at once (a batch's counts)."""
+        for name, amount in amounts.items():
+            self.add(name, amount)
+
+
+class LogOffsets:
+    """The next offset to apply of each log a Kafka detector folds into the state, written in
+    the same transaction as the documents of the batch that ends there."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    @staticmethod
+    def _key(log: str) -> bytes:
+        return b"log-offset:" + log.encode()
+
+    def get(self, log: str) -> int:
+        """The offset of the first message of ``log`` that the state has not applied."""
+        raw = self._tx.get("meta", self._key(log))
+        return 0 if raw is None else int.from_bytes(raw, "big")
+
+    def set(self, log: str, next_offset: int) -> None:
+        if next_offset < 0:
+            raise ValueError(f"a log offset is not negative, got {next_offset}")
+        self._tx.put("meta", self._key(log), next_offset.to_bytes(8, "big"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -27,10 +27,12 @@ from .key_filter import KeyFilter
 from .store import Store
 from .transaction import Transaction
 
-__all__ = ["INDEX_TABLES", "Meetings", "PostingIndex", "read_key_filter"]
+__all__ = ["INDEX_TABLES", "IndexTable", "Meetings", "PostingIndex", "read_key_filter"]
 
 #: the tables that are posting indexes
-INDEX_TABLES = ("supershingles", "shingles")
+#: the tables that are posting indexes
+IndexTable = Literal["supershingles", "shingles"]
+INDEX_TABLES: tuple[IndexTable, ...] = get_args(IndexTable)
 
 I64 = npt.NDArray[np.int64]
 U32 = npt.NDArray[np.uint32]
@@ -148,7 +150,7 @@ class _Batch:
         return self._plain[owner]
 
 
-def read_key_filter(store: Store, table: str) -> KeyFilter:
+def read_key_filter(store: Store, table: IndexTable) -> KeyFilter:
     """A filter of every key an index holds in ``store``."""
     return KeyFilter.of(_key_chunks(store.keys(table)))
 
@@ -172,7 +174,7 @@ class PostingIndex:
     def __init__(
         self,
         tx: Transaction,
-        table: str,
+        table: IndexTable,
         cap: int,
         layout: EntryLayout,
         key_filter: Callable[[], KeyFilter] | None = None,
@@ -204,10 +206,6 @@ class PostingIndex:
             if raw is not None:
                 found.update(Postings.decode(raw, self._layout).doc_ids.tolist())
         return found
-
-    def add(self, keys: U32, doc_id: int, size: int) -> set[int]:
-        """Add a document under each key; returns the documents that were already there."""
-        return self.meet_batch([keys], [doc_id], [size]).met(0)
 
     def meet_batch(
         self, key_arrays: Sequence[U32], doc_ids: Sequence[int], sizes: Sequence[int]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from neardup.core import StateError
@@ -21,87 +23,136 @@ from rocksdict import (
     WriteBatch,
 )
 
-from .store import TABLES, Changes, Store
+from .store import TABLES, Changes, Store, Table
 
-__all__ = ["RocksDBStore"]
-
-
-_TABLE_WRITE_BUFFER = 16 << 20
-# A hash memtable is sorted when it is flushed: 4 MB ones sort in cache, and closing the
-# state flushes less (20k run: close 1.07 -> 0.37 s, store CPU 1.9 -> 1.8 s)
-_HASHED_WRITE_BUFFER = 4 << 20
-_ALL_WRITE_BUFFERS = 64 << 20
-_BLOCK_CACHE = 32 << 20
-# The write-ahead log is shared by every table, and a log file is deleted only when every
-# table with writes in it has flushed them. Tables written little (meta: a few counters each
-# batch; stop keys) flush rarely, so under RocksDB's default bound (4 x all write buffers,
-# about 1.2 GB here) a 1M run kept 265 log files, 920 MB, beside 1.1 GB of tables, for a
-# restart to replay. Past this size RocksDB flushes the tables that hold the oldest log.
-_ALL_LOGS = 2 * _ALL_WRITE_BUFFERS
-#: Tables read by point lookups of fixed-length keys (index keys, fingerprints, document ids),
-#: and listed whole only by reports: their memtables are hash tables instead of skip lists,
-#: which halves the time RocksDB spends in writes and reads of the indexes (and rocksdict holds
-#: the GIL through a read). The value is the key length, used as the hashed prefix. For the
-#: documents and union-find tables (random 8-byte ids too): 4 MB memtables instead of 16,
-#: peak RSS -11 MB at 100k and -13 MB at 1M, time within this VM's noise.
-_HASHED_TABLES = {
-    "supershingles": 4,
-    "shingles": 4,
-    "fingerprints": 9,
-    "docs": 8,
-    "parents": 8,
-    "clusters": 8,
-}
-_HASH_BUCKETS = 1 << 16
-# Their keys are random, so every file of a level spans the whole key range, and each
-# compaction into a level rewrites all of it that overlaps: with RocksDB's 256 MB base level
-# and 64 MB files, a growing index was rewritten whole every 16 MB flushed. Small files and a
-# small base level bound the rewrite per compaction (500k documents: compaction CPU 131 ->
-# 60 s, peak RSS 341 -> 312 MB; disk and 20k/100k times unchanged).
-_HASHED_FILE = 8 << 20
-_HASHED_LEVEL_BASE = 32 << 20
-#: Tables whose values are mostly random bytes (sketches): zstd finds nothing to take out, and
-#: trying costs flush time (the same bytes on disk without it)
-_RANDOM_TABLES = frozenset({"docs"})
+__all__ = ["RocksDBOptions", "RocksDBStore"]
 
 
-def _options(block_cache: Any, key_length: int | None = None, compress: bool = True) -> Any:
+_MB = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class RocksDBOptions:
+    """How the RocksDB backend is tuned: one field per setting, validated on construction.
+
+    The defaults suit a detector on a small machine: bounded memory, point reads of random
+    keys, one writer. None of them changes what is stored, so a state may be reopened with
+    other options."""
+
+    #: memtable size of a table with ordered keys; the default 64 MB per table, twice over,
+    #: would be most of a long run's resident memory
+    write_buffer_bytes: int = 16 * _MB
+    #: memtable size of a hashed table: a hash memtable is sorted when flushed, and a small
+    #: one sorts in cache and leaves less to flush when the state closes
+    hashed_write_buffer_bytes: int = 4 * _MB
+    #: all memtables together
+    all_write_buffers_bytes: int = 64 * _MB
+    #: one block cache shared by every table (by default each table gets its own)
+    block_cache_bytes: int = 32 * _MB
+    #: write-ahead log size past which RocksDB flushes the tables holding its oldest file:
+    #: tables written little (meta, stop keys) would otherwise keep every log file alive
+    #: for a restart to replay, up to four times all write buffers
+    log_bytes: int = 128 * _MB
+    #: tables read by point lookups of fixed-length keys and listed whole only by reports,
+    #: with their key length: hash memtables instead of skip lists halve the time RocksDB
+    #: spends in their writes and reads
+    hashed_tables: Mapping[Table, int] = field(
+        default_factory=lambda: MappingProxyType(
+            {
+                "supershingles": 4,
+                "shingles": 4,
+                "fingerprints": 9,
+                "docs": 8,
+                "parents": 8,
+                "clusters": 8,
+            }
+        )
+    )
+    #: buckets of each hash memtable
+    hash_buckets: int = 1 << 16
+    #: file size and base level size of the hashed tables: their keys are random, so every
+    #: file of a level spans the whole key range and a compaction rewrites all of a level
+    #: it overlaps; small files and a small base level bound that rewrite
+    hashed_file_bytes: int = 8 * _MB
+    hashed_level_base_bytes: int = 32 * _MB
+    #: tables whose values are mostly random bytes (sketches): a codec finds nothing to take
+    #: out, and trying costs flush time
+    uncompressed_tables: frozenset[Table] = frozenset({"docs"})
+    #: bits per key of each table file's Bloom filter: most index lookups are for keys never
+    #: seen, and the filter answers those without reading blocks
+    bloom_bits_per_key: int = 10
+
+    def __post_init__(self) -> None:
+        sizes = {
+            "write_buffer_bytes": self.write_buffer_bytes,
+            "hashed_write_buffer_bytes": self.hashed_write_buffer_bytes,
+            "all_write_buffers_bytes": self.all_write_buffers_bytes,
+            "block_cache_bytes": self.block_cache_bytes,
+            "log_bytes": self.log_bytes,
+            "hashed_file_bytes": self.hashed_file_bytes,
+            "hashed_level_base_bytes": self.hashed_level_base_bytes,
+        }
+        for name, value in sizes.items():
+            if not isinstance(value, int) or value < _MB:
+                raise StateError(
+                    f"RocksDBOptions({name}={value!r}): use a size in bytes of at least 1 MiB "
+                    f"(1 << 20); the default is {getattr(RocksDBOptions(), name)}"
+                )
+        if not isinstance(self.hash_buckets, int) or self.hash_buckets < 1:
+            raise StateError(
+                f"RocksDBOptions(hash_buckets={self.hash_buckets!r}): use a positive integer"
+            )
+        if not isinstance(self.bloom_bits_per_key, int) or not 1 <= self.bloom_bits_per_key <= 64:
+            raise StateError(
+                f"RocksDBOptions(bloom_bits_per_key={self.bloom_bits_per_key!r}): use an "
+                "integer from 1 to 64 (10 gives about 1 % false positives)"
+            )
+        unknown = sorted({*self.hashed_tables, *self.uncompressed_tables} - set(TABLES))
+        if unknown:
+            raise StateError(
+                f"RocksDBOptions names unknown tables {unknown}: the tables are {', '.join(TABLES)}"
+            )
+        for table, key_length in self.hashed_tables.items():
+            if not isinstance(key_length, int) or key_length < 1:
+                raise StateError(
+                    f"RocksDBOptions(hashed_tables[{table!r}]={key_length!r}): give the "
+                    "table's key length in bytes, a positive integer"
+                )
+
+
+def _options(
+    settings: RocksDBOptions, block_cache: Any, key_length: int | None = None, compress: bool = True
+) -> Any:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
     # zstd: ids and fingerprints are random bytes that no codec shrinks, but the block
-    # structure around them does (20k documents: 1563 -> 1460 bytes each, lz4 -> zstd);
-    # the documents' table, mostly sketches, does not shrink at all (_RANDOM_TABLES)
+    # structure around them does
     options.set_compression_type(DBCompressionType.zstd() if compress else DBCompressionType.none())
-    # Most index lookups are for keys never seen before; a Bloom filter answers those without
-    # reading blocks (2M keys: 8.2 -> 2.2 us per absent key), at 10 bits per key in memory
     table = BlockBasedOptions()
-    table.set_bloom_filter(10, False)
-    # one cache for every table (by default each table has its own, together 75 MB at 100k)
+    table.set_bloom_filter(settings.bloom_bits_per_key, False)
     table.set_block_cache(block_cache)
     options.set_block_based_table_factory(table)
-    # Bound the memtables: by default every table may hold 2 x 64 MB in memory, which is
-    # most of the resident memory of a long run (measured: bench/run.py at 100k documents).
-    options.set_write_buffer_size(_TABLE_WRITE_BUFFER)
-    options.set_db_write_buffer_size(_ALL_WRITE_BUFFERS)
+    options.set_write_buffer_size(settings.write_buffer_bytes)
+    options.set_db_write_buffer_size(settings.all_write_buffers_bytes)
     # hash memtables cannot take concurrent inserts; there is one writer anyway
     options.set_allow_concurrent_memtable_write(False)
     if key_length is not None:
         # capped: a shorter key is its own prefix, so every key is in the extractor's domain
         options.set_prefix_extractor(SliceTransform.create_max_len_prefix(key_length))
         # (rocksdict's type stub omits the bucket count, which the function requires)
-        memtable = MemtableFactory.hash_link_list(_HASH_BUCKETS)  # type: ignore[call-arg]
+        memtable = MemtableFactory.hash_link_list(settings.hash_buckets)  # type: ignore[call-arg]
         options.set_memtable_factory(memtable)
-        options.set_write_buffer_size(_HASHED_WRITE_BUFFER)
-        options.set_target_file_size_base(_HASHED_FILE)
-        options.set_max_bytes_for_level_base(_HASHED_LEVEL_BASE)
+        options.set_write_buffer_size(settings.hashed_write_buffer_bytes)
+        options.set_target_file_size_base(settings.hashed_file_bytes)
+        options.set_max_bytes_for_level_base(settings.hashed_level_base_bytes)
     return options
 
 
-def _database_options(block_cache: Any, log_bytes: int) -> Any:
+def _database_options(settings: RocksDBOptions, block_cache: Any) -> Any:
     """The options of the database as a whole (and of its default table)."""
-    options = _options(block_cache)
-    options.set_max_total_wal_size(log_bytes)
+    options = _options(settings, block_cache)
+    options.set_max_total_wal_size(settings.log_bytes)
     return options
 
 
@@ -117,21 +168,25 @@ def _total_order() -> Any:
 class RocksDBStore(Store):
     """State in a RocksDB directory; a second process opening the same directory is refused."""
 
-    def __init__(self, path: str | os.PathLike[str], log_bytes: int = _ALL_LOGS) -> None:
-        """``log_bytes``: the write-ahead log's size past which the tables holding its oldest
-        file are flushed."""
+    def __init__(self, path: str | os.PathLike[str], options: RocksDBOptions | None = None) -> None:
+        tuning = RocksDBOptions() if options is None else options
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         try:
-            cache = Cache(_BLOCK_CACHE)
+            cache = Cache(tuning.block_cache_bytes)
             # RocksDB opens a database only with all of its column families: a table an older
             # version kept is opened too (and left alone), so that the format check can speak
             existing = Rdict.list_cf(str(self.path)) if (self.path / "CURRENT").exists() else []
             self._db: Any = Rdict(
                 str(self.path),
-                _database_options(cache, log_bytes),
+                _database_options(tuning, cache),
                 column_families={
-                    name: _options(cache, _HASHED_TABLES.get(name), name not in _RANDOM_TABLES)
+                    name: _options(
+                        tuning,
+                        cache,
+                        tuning.hashed_tables.get(name),  # type: ignore[call-overload]
+                        name not in tuning.uncompressed_tables,
+                    )
                     for name in {*TABLES, *existing} - {"default"}
                 },
             )
@@ -140,27 +195,27 @@ class RocksDBStore(Store):
         self._families = {name: self._db.get_column_family(name) for name in TABLES}
         self._handles = {name: self._db.get_column_family_handle(name) for name in TABLES}
 
-    def _family(self, table: str) -> Any:
+    def _family(self, table: Table) -> Any:
         if self._db is None:
             raise RuntimeError("the store is closed")
         self.check_table(table)
         return self._families[table]
 
-    def get(self, table: str, key: bytes) -> bytes | None:
+    def get(self, table: Table, key: bytes) -> bytes | None:
         value = self._family(table).get(key)
         return None if value is None else bytes(value)
 
-    def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
+    def get_many(self, table: Table, keys: Sequence[bytes]) -> list[bytes | None]:
         # one get per key: through rocksdict, RocksDB's batched multi-get costs more per key
         # (measured: 1.3 -> 0.6 us per absent key, 1.6 -> 1.2 us per present one)
         get = self._family(table).get
         return [get(key) for key in keys]
 
-    def items(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+    def items(self, table: Table) -> Iterator[tuple[bytes, bytes]]:
         for key, value in self._family(table).items(read_opt=_total_order()):
             yield bytes(key), bytes(value)
 
-    def keys(self, table: str) -> Iterator[bytes]:
+    def keys(self, table: Table) -> Iterator[bytes]:
         # without the values: 0.31 us per key (a 9.2M-key index read in 2.9 s)
         for key in self._family(table).keys(read_opt=_total_order()):
             yield bytes(key)

@@ -14,8 +14,8 @@ from .codec import SHORT_ENTRY, SUPER_ENTRY
 from .documents import Documents, FingerprintTable, UrlHistory
 from .key_filter import KeyFilter
 from .memory import MemoryStore
-from .meta import Counters, check_or_store_settings
-from .postings import INDEX_TABLES, PostingIndex, read_key_filter
+from .meta import Counters, LogOffsets, check_or_store_settings
+from .postings import INDEX_TABLES, IndexTable, PostingIndex, read_key_filter
 from .rocksdb import RocksDBStore
 from .store import Store
 from .transaction import Transaction
@@ -30,7 +30,7 @@ class StateView:
         self,
         store: Store,
         settings: Settings,
-        key_filter: Callable[[str], KeyFilter] | None = None,
+        key_filter: Callable[[IndexTable], KeyFilter] | None = None,
     ) -> None:
         self.tx = Transaction(store)
         self.documents = Documents(self.tx)
@@ -45,13 +45,14 @@ class StateView:
         self.clusters = Clusters(self.tx, self.documents)
         self.urls = UrlHistory(self.tx)
         self.counters = Counters(self.tx)
+        self.log_offsets = LogOffsets(self.tx)
 
     def commit(self) -> None:
         self.tx.commit()
 
 
 def _of(
-    key_filter: Callable[[str], KeyFilter] | None, table: str
+    key_filter: Callable[[IndexTable], KeyFilter] | None, table: IndexTable
 ) -> Callable[[], KeyFilter] | None:
     return None if key_filter is None else partial(key_filter, table)
 
@@ -63,9 +64,9 @@ class State:
     def __init__(self, store: Store, settings: Settings | None = None) -> None:
         self.store = store
         self.settings = check_or_store_settings(store, settings)
-        self._key_filters: dict[str, KeyFilter] = {}
+        self._key_filters: dict[IndexTable, KeyFilter] = {}
 
-    def key_filter(self, table: str) -> KeyFilter:
+    def key_filter(self, table: IndexTable) -> KeyFilter:
         """The filter of the keys of a posting index, read from the store when first used: a
         state opened only to answer queries does not read it (0.3 us per key)."""
         if table not in INDEX_TABLES:

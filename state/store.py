@@ -9,12 +9,13 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
+from typing import Literal, get_args
 
-__all__ = ["TABLES", "Changes", "Store"]
+__all__ = ["TABLES", "Changes", "Store", "Table"]
 
 #: Every table of the state. Adding one is a format change (see ``state.meta``).
-TABLES = (
-    "meta",  # settings, format version, counters
+Table = Literal[
+    "meta",  # settings, format version, counters, Kafka log offsets
     "docs",  # doc id -> DocRecord
     "fingerprints",  # kind + 64-bit fingerprint -> doc id (exact shortcuts)
     "supershingles",  # super-shingle -> posting list of doc ids
@@ -23,28 +24,29 @@ TABLES = (
     "parents",  # doc id -> parent doc id (union-find; roots have none)
     "clusters",  # root doc id -> ClusterInfo (clusters of two or more)
     "urls",  # url -> every (fetched_at, doc id) seen for it
-)
+]
+TABLES: tuple[Table, ...] = get_args(Table)
 
 #: table -> key -> new value, or None to delete the key
-Changes = Mapping[str, Mapping[bytes, bytes | None]]
+Changes = Mapping[Table, Mapping[bytes, bytes | None]]
 
 
 class Store(abc.ABC):
     """Named tables of bytes -> bytes. Reads see every completed ``write``."""
 
     @abc.abstractmethod
-    def get(self, table: str, key: bytes) -> bytes | None:
+    def get(self, table: Table, key: bytes) -> bytes | None:
         """The value of one key, or None."""
 
     @abc.abstractmethod
-    def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
+    def get_many(self, table: Table, keys: Sequence[bytes]) -> list[bytes | None]:
         """The values of many keys, in order (one batched read where the backend has one)."""
 
     @abc.abstractmethod
-    def items(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+    def items(self, table: Table) -> Iterator[tuple[bytes, bytes]]:
         """Every key and value of a table, in ascending key order."""
 
-    def keys(self, table: str) -> Iterator[bytes]:
+    def keys(self, table: Table) -> Iterator[bytes]:
         """Every key of a table, in ascending order."""
         for key, _ in self.items(table):
             yield key
@@ -80,5 +82,6 @@ class Store(abc.ABC):
 
     @staticmethod
     def check_table(table: str) -> None:
+        """KeyError for a name that is not a table (a caller past the type checker)."""
         if table not in TABLES:
             raise KeyError(f"unknown table {table!r}: the tables are {', '.join(TABLES)}")

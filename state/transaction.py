@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .store import Store
+from .store import Store, Table
 
 __all__ = ["Transaction"]
 
@@ -19,17 +19,17 @@ _MISSING = b""  # cached "absent" marker; stored values are never empty
 class Transaction:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._pending: dict[str, dict[bytes, bytes | None]] = {}
-        self._cache: dict[str, dict[bytes, bytes]] = {}
+        self._pending: dict[Table, dict[bytes, bytes | None]] = {}
+        self._cache: dict[Table, dict[bytes, bytes]] = {}
 
-    def prefetch(self, table: str, keys: Iterable[bytes]) -> None:
+    def prefetch(self, table: Table, keys: Iterable[bytes]) -> None:
         cache = self._cache.setdefault(table, {})
         pending = self._pending.get(table, {})
         wanted = list({key for key in keys if key not in cache and key not in pending})
         for key, value in zip(wanted, self.store.get_many(table, wanted), strict=True):
             cache[key] = _MISSING if value is None else value
 
-    def get(self, table: str, key: bytes) -> bytes | None:
+    def get(self, table: Table, key: bytes) -> bytes | None:
         pending = self._pending.get(table)
         if pending is not None and key in pending:
             return pending[key]
@@ -40,7 +40,7 @@ class Transaction:
             value = cache[key] = _MISSING if stored is None else stored
         return None if value is _MISSING or not value else value
 
-    def get_many(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
+    def get_many(self, table: Table, keys: Sequence[bytes]) -> list[bytes | None]:
         pending = self._pending.get(table)
         cache = self._cache.get(table)
         if not pending and not cache:  # nothing local to overlay: one batched read
@@ -49,22 +49,18 @@ class Transaction:
             self.prefetch(table, keys)
         return [self.get(table, key) for key in keys]
 
-    def put(self, table: str, key: bytes, value: bytes) -> None:
+    def put(self, table: Table, key: bytes, value: bytes) -> None:
         if not value:
             raise ValueError("stored values must not be empty")
         self._pending.setdefault(table, {})[key] = value
 
-    def put_many(self, table: str, values: dict[bytes, bytes]) -> None:
+    def put_many(self, table: Table, values: dict[bytes, bytes]) -> None:
         if not all(values.values()):
             raise ValueError("stored values must not be empty")
         self._pending.setdefault(table, {}).update(values)
 
-    def delete(self, table: str, key: bytes) -> None:
+    def delete(self, table: Table, key: bytes) -> None:
         self._pending.setdefault(table, {})[key] = None
-
-    @property
-    def pending_writes(self) -> int:
-        return sum(len(changes) for changes in self._pending.values())
 
     def commit(self) -> None:
         if self._pending:

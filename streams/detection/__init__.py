@@ -1,10 +1,22 @@
 """Detection: the stages after preparation (exact shortcuts, candidates, verification, union),
 and the events they emit."""
 
-from .events import SCHEMA_VERSION, ClusterMerged, DocRef, Duplicate, Event, format_id
-from .pipeline import BatchResult, Detector, Match, find_similar
+from .detector import Detector
+from .events import (
+    METHODS,
+    SCHEMA_VERSION,
+    ClusterMerged,
+    DocRef,
+    Duplicate,
+    Event,
+    Method,
+    format_id,
+)
+from .result import BatchResult
+from .similar import Match, find_similar
 
 __all__ = [
+    "METHODS",
     "SCHEMA_VERSION",
     "BatchResult",
     "ClusterMerged",
@@ -13,6 +25,7 @@ __all__ = [
     "Duplicate",
     "Event",
     "Match",
+    "Method",
     "find_similar",
     "format_id",
 ]

@@ -7,13 +7,27 @@ input always produces the same ids, so a consumer can drop repeats after a repla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import xxhash
 
-__all__ = ["SCHEMA_VERSION", "ClusterMerged", "DocRef", "Duplicate", "Event", "format_id"]
+__all__ = [
+    "METHODS",
+    "SCHEMA_VERSION",
+    "ClusterMerged",
+    "DocRef",
+    "Duplicate",
+    "Event",
+    "Method",
+    "format_id",
+]
 
 SCHEMA_VERSION = 1
+
+#: how a duplicate was found: identical bytes, identical canonical tokens, identical shingle
+#: set, or estimated resemblance at or above the threshold
+Method = Literal["exact", "canonical", "shingle", "near"]
+METHODS: tuple[Method, ...] = get_args(Method)
 
 
 def format_id(value: int) -> str:
@@ -45,7 +59,7 @@ class Duplicate:
 
     doc: DocRef
     match: DocRef
-    method: str  # exact | canonical | shingle | near
+    method: Method
     resemblance: float
     containment: float
     cluster: int

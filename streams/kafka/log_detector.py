@@ -19,29 +19,27 @@ same prefix holds the same state.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from neardup.core import BadRecordError, PreparedDoc, Settings, SettingsError
 from neardup.state import State, StateView
 
-from ..detection.events import Event
-from ..detection.pipeline import Detector
+from ..detection import BatchResult, Detector
 from .prepared_codec import decode_batch, settings_of_batch
 
 __all__ = ["LogDetector", "Staged"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Staged:
     """What a run of messages did to the state, not yet durable (``LogDetector.commit``)."""
 
     view: StateView
     next_offset: int
-    events: list[Event] = field(default_factory=list)
-    documents: int = 0
-    repeats: int = 0
+    #: the detector's result for the documents of the applied messages
+    result: BatchResult
     #: messages that could not be applied: (offset, why); they go to the dead letters
-    rejected: list[tuple[int, BadRecordError]] = field(default_factory=list)
+    rejected: tuple[tuple[int, BadRecordError], ...] = ()
 
 
 class LogDetector:
@@ -50,14 +48,13 @@ class LogDetector:
     def __init__(self, state: State, log: str) -> None:
         self.state = state
         self.detector = Detector(state)
-        self._key = b"log-offset:" + log.encode()
+        self.log = log
         self._accepted: set[bytes] = set()  # settings JSON already checked
 
     @property
     def next_offset(self) -> int:
         """The offset of the first message this state has not applied."""
-        raw = self.state.store.get("meta", self._key)
-        return 0 if raw is None else int.from_bytes(raw, "big")
+        return self.state.view().log_offsets.get(self.log)
 
     def stage(self, messages: Sequence[tuple[int, bytes]]) -> Staged:
         """Apply (offset, value) messages, in ascending offset order, to one transaction.
@@ -80,8 +77,8 @@ class LogDetector:
             except BadRecordError as error:
                 rejected.append((offset, error))
         view, result = self.detector.stage(docs)
-        view.tx.put("meta", self._key, (last + 1).to_bytes(8, "big"))
-        return Staged(view, last + 1, result.events, result.documents, result.repeats, rejected)
+        view.log_offsets.set(self.log, last + 1)
+        return Staged(view, last + 1, result, tuple(rejected))
 
     def commit(self, staged: Staged) -> None:
         """Make a staged run durable, with the offset it ends at, in one write."""

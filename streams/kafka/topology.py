@@ -174,7 +174,7 @@ def build_app(config: WorkerConfig) -> faust.App:
         by_offset = {event.message.offset: event.message for event in batch}
         for offset, error in staged.rejected:
             await reject(by_offset[offset], error)
-        for event in staged.events:
+        for event in staged.result.events:
             data = event.to_json()
             key = str(data["cluster"]).encode()
             await produce(config.events_topic, key, json.dumps(data).encode(), None)
@@ -229,7 +229,7 @@ async def _catch_up(
             if records:
                 staged = await run(detector.stage, records)
                 await run(detector.commit, staged)
-                documents += staged.documents
+                documents += staged.result.documents
         logger.info("detector: caught up to offset %d (%d documents)", until, documents)
     finally:
         await consumer.stop()

@@ -12,14 +12,13 @@ from typing import IO
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
 from neardup.state import State
 
-from ..detection.events import ClusterMerged, Duplicate
-from ..detection.pipeline import Detector
+from ..detection import Detector
 from .inputs import DeadLetter, iter_records
-from .prepare_work import executor, prepare_pages
+from .prepare_work import PrepareMode, executor, prepare_pages
 from .progress import RunObserver
 from .run_summary import RunSummary
 
-__all__ = ["RunSummary", "run"]
+__all__ = ["run"]
 
 
 def _batches(
@@ -52,7 +51,7 @@ def run(
     batch_size: int = 256,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     observers: Sequence[RunObserver] = (),
-    prepare: str = "thread",
+    prepare: PrepareMode = "thread",
 ) -> RunSummary:
     """Process every input into the state; write events and dead letters as JSON Lines.
 
@@ -71,15 +70,9 @@ def run(
                 dead_letters.write(json.dumps(letter.to_json()) + "\n")
         if pages is not None:
             result = detector.ingest(pages.result())
-            summary.records += result.documents + result.repeats
-            summary.documents += result.documents
-            summary.repeats += result.repeats
-            summary.candidates += result.candidates
-            summary.pairs_estimated += result.pairs_estimated
-            for event in result.events:
-                summary.duplicates += isinstance(event, Duplicate)
-                summary.merges += isinstance(event, ClusterMerged)
-                if events is not None:
+            summary.add(result)
+            if events is not None:
+                for event in result.events:
                     events.write(json.dumps(event.to_json()) + "\n")
         summary.records += len(dead)
         for observer in observers:

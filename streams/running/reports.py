@@ -8,8 +8,8 @@ from typing import Any
 from neardup.core import Page, Preparer, estimate
 from neardup.state import State, StateView
 
-from ..detection.events import format_id
-from ..detection.pipeline import Match, find_similar, stored_sketch
+from ..detection import Match, find_similar, format_id
+from ..detection.stages import stored_sketch
 
 __all__ = ["cluster_lines", "lost_and_found", "similar_to_content", "statistics"]
 
@@ -20,17 +20,17 @@ def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[di
     groups = view.clusters.members()
     ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
     for root, members in ordered:  # one cluster's records at a time: memory stays flat
-        docs = sorted(view.documents.refs(members))
+        docs = sorted(view.documents.refs(members), key=lambda ref: (ref.fetched_at, ref.url))
         yield {
             "cluster": format_id(root),
             "size": len(members),
-            "members": [url for _, url in docs],
+            "members": [ref.url for ref in docs],
         }
     if include_singletons:
         clustered = {m for members in groups.values() for m in members}
-        for doc_id, _, url in view.documents.scan_refs():
+        for doc_id, ref in view.documents.scan_refs():
             if doc_id not in clustered:
-                yield {"cluster": format_id(doc_id), "size": 1, "members": [url]}
+                yield {"cluster": format_id(doc_id), "size": 1, "members": [ref.url]}
 
 
 def statistics(state: State, top: int = 10) -> dict[str, Any]:

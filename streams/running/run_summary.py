@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..detection import BatchResult
+
 __all__ = ["RunSummary"]
 
 
@@ -21,6 +23,16 @@ class RunSummary:
     pairs_estimated: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+
+    def add(self, result: BatchResult) -> None:
+        """Count a detected batch (its records are its documents and repeats)."""
+        self.records += result.documents + result.repeats
+        self.documents += result.documents
+        self.repeats += result.repeats
+        self.duplicates += result.duplicates
+        self.merges += result.merges
+        self.candidates += result.candidates
+        self.pairs_estimated += result.pairs_estimated
 
     def to_json(self) -> dict[str, Any]:
         return {

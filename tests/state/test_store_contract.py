@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from neardup.state import TABLES, MemoryStore, RocksDBStore, Store, Transaction
+from neardup.core import StateError
+from neardup.state import TABLES, MemoryStore, RocksDBOptions, RocksDBStore, Store, Transaction
 
 
 def test_get_missing_is_none(store: Store) -> None:
@@ -139,7 +140,7 @@ def test_rocksdb_write_ahead_log_stays_bounded(
                 continue
         return total
 
-    with RocksDBStore(tmp_path / "db", log_bytes=log_bytes) as rocks:
+    with RocksDBStore(tmp_path / "db", RocksDBOptions(log_bytes=log_bytes)) as rocks:
         for batch in range(320):  # 32 MB of documents, a counter each batch
             docs = {rng.randbytes(8): rng.randbytes(1000) for _ in range(100)}
             rocks.write({"docs": docs, "meta": {b"batches": str(batch).encode()}})
@@ -178,3 +179,29 @@ def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: 
         assert list(rocks.keys(table)) == sorted(expected)
     with RocksDBStore(tmp_path / "db") as reopened:
         assert list(reopened.items(table)) == sorted(expected.items())
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"block_cache_bytes": 1024}, "block_cache_bytes=1024"),
+        ({"bloom_bits_per_key": 0}, "bloom_bits_per_key=0"),
+        ({"hash_buckets": -1}, "hash_buckets=-1"),
+        ({"hashed_tables": {"nope": 4}}, "unknown tables ['nope']"),
+        ({"hashed_tables": {"docs": 0}}, "hashed_tables['docs']=0"),
+    ],
+)
+def test_rocksdb_options_refuse_bad_values_naming_them(
+    change: dict[str, object], named: str
+) -> None:
+    with pytest.raises(StateError) as refused:
+        RocksDBOptions(**change)  # type: ignore[arg-type]
+    assert named in str(refused.value)
+
+
+def test_rocksdb_options_do_not_change_what_is_stored(tmp_path: Path) -> None:
+    small = RocksDBOptions(write_buffer_bytes=1 << 20, block_cache_bytes=1 << 20, log_bytes=1 << 20)
+    with RocksDBStore(tmp_path / "db", small) as rocks:
+        rocks.write({"docs": {b"k": b"v"}, "meta": {b"m": b"1"}})
+    with RocksDBStore(tmp_path / "db") as reopened:
+        assert reopened.get("docs", b"k") == b"v" and reopened.get("meta", b"m") == b"1"

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from neardup.core import Page, Preparer, Settings
 from neardup.state import DocRecord, State
 from neardup.streams import ClusterMerged, Detector, Duplicate
+from neardup.streams.detection import METHODS
 
 from tests.helpers import VOCABULARY, family_pages, partition
 
@@ -79,7 +80,7 @@ def test_reingest_adds_nothing(seed: int) -> None:
         first = detector.process(pages)
         before = partition(state)
         again = detector.process(pages + pages[:3])
-        assert again.events == [] and again.documents == 0 and again.repeats == len(pages) + 3
+        assert again.events == () and again.documents == 0 and again.repeats == len(pages) + 3
         assert partition(state) == before
         assert first.documents == len(pages)
 
@@ -206,3 +207,46 @@ def test_a_short_page_and_a_longer_one_resembling_it_meet_through_super_shingles
     assert short.shingle_count < settings.short_limit <= longer.shingle_count
     assert len(short.super_shingles) == settings.band_count and len(longer.shingle_keys) == 0
     assert _run(pages)[0] == {frozenset({"https://p/short", "https://p/long"})}
+
+
+def test_the_batch_result_is_what_the_counters_summary_and_kafka_detector_report() -> None:
+    from neardup.streams.kafka.log_detector import LogDetector
+    from neardup.streams.kafka.prepared_codec import encode_batch
+    from neardup.streams.running.run_summary import RunSummary
+
+    pages = family_pages(11, families=4, size=4)
+    exact = Page("https://copy.example/0", pages[0].content, pages[0].fetched_at)
+    upper = Page("https://copy.example/1", pages[1].content.upper(), pages[1].fetched_at)
+    batch = [*pages, exact, upper, pages[2]]  # near duplicates, two twins, one repeat
+    settings = Settings()
+    prepared = Preparer(settings).prepare(batch)
+    with State.open(None, settings) as state, State.open(None, settings) as logged:
+        result = Detector(state).ingest(prepared)
+        staged = LogDetector(logged, "log").stage([(0, encode_batch(prepared, settings))])
+        counters = state.view().counters
+        stored = {name: counters.get(name) for name in result.counter_increments()}
+        summary = RunSummary()
+        summary.add(result)
+    events = result.events
+    assert result.repeats == 1 and result.documents == len(batch) - 1
+    by_method = {
+        m: sum(isinstance(e, Duplicate) and e.method == m for e in events) for m in METHODS
+    }
+    assert dict(result.duplicates_by_method) == by_method
+    assert by_method["exact"] and by_method["canonical"] and by_method["near"]
+    assert result.duplicates == sum(isinstance(e, Duplicate) for e in events)
+    assert result.merges == sum(isinstance(e, ClusterMerged) for e in events)
+    assert result.candidates >= result.pairs_estimated > 0
+    assert stored == result.counter_increments()
+    assert (summary.records, summary.documents, summary.repeats) == (
+        len(batch),
+        result.documents,
+        result.repeats,
+    )
+    assert (summary.duplicates, summary.merges) == (result.duplicates, result.merges)
+    assert (summary.candidates, summary.pairs_estimated) == (
+        result.candidates,
+        result.pairs_estimated,
+    )
+    assert staged.result.counter_increments() == result.counter_increments()
+    assert [e.to_json() for e in staged.result.events] == [e.to_json() for e in events]

@@ -1,20 +1,16 @@
-"""The detection stages after ``prepare``: exact shortcuts, candidates, verification, union.
-
-``ingest`` runs them for one prepared document against a StateView; ``Detector`` runs a whole
-batch of pages in one transaction. The Kafka topology calls the same functions.
-"""
+"""The detection stages for a batch of prepared documents, in one state view: exact
+shortcuts, candidates, verification and union."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections import Counter
+from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 from neardup.core import (
     Estimate,
-    Page,
     PreparedDoc,
-    Preparer,
     Settings,
     Sketch,
     StateError,
@@ -25,34 +21,52 @@ from neardup.state import (
     DocRecord,
     FingerprintKind,
     FingerprintTable,
-    State,
     StateView,
     pack_sample,
     unpack_samples,
 )
 
-from .candidates import batch_candidates, query_candidates
-from .events import ClusterMerged, DocRef, Duplicate, Event
+from .candidates import batch_candidates
+from .events import METHODS, ClusterMerged, DocRef, Duplicate, Event, Method
+from .result import BatchResult
 
 __all__ = [
-    "BatchResult",
-    "Detector",
-    "Match",
-    "find_similar",
-    "ingest",
+    "EXACT",
+    "Admission",
+    "Twin",
+    "exact_twin",
+    "fingerprint_keys",
     "ingest_batch",
+    "ref_of",
     "stored_sketch",
+    "verify_all",
 ]
 
-_EXACT_METHODS = (
+_EXACT_METHODS: tuple[tuple[FingerprintKind, Method], ...] = (
     (FingerprintKind.RAW, "exact"),
     (FingerprintKind.CANONICAL, "canonical"),
     (FingerprintKind.SHINGLE_SET, "shingle"),
 )
-_EXACT = Estimate(1.0, 1.0, 1.0, True)
+#: the estimate of an exact twin: its sets are the same
+EXACT = Estimate(1.0, 1.0, 1.0, True)
 
 
-def _fingerprint_keys(doc: PreparedDoc) -> list[tuple[bytes, str]]:
+class Admission(Enum):
+    """What admitting a document found, when it is not a twin of a known one."""
+
+    NEW = "new"  # to be sketched, indexed and verified
+    REPEAT = "repeat"  # already known (same url and fetched_at): nothing to do
+
+
+@dataclass(frozen=True, slots=True)
+class Twin:
+    """The known document a new one is an exact, canonical or shingle-set copy of."""
+
+    doc_id: int
+    method: Method
+
+
+def fingerprint_keys(doc: PreparedDoc) -> list[tuple[bytes, Method]]:
     """The document's fingerprint-table keys with their methods, in the order they count."""
     prints = doc.fingerprints
     return [
@@ -70,29 +84,19 @@ def stored_sketch(record: DocRecord, settings: Settings) -> Sketch:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
-    """A known document that resembles the one asked about."""
-
-    doc: DocRef
-    method: str
-    estimate: Estimate
-    cluster: int
-
-
-def _ref_of(view: StateView, doc_id: int) -> DocRef:
+def ref_of(view: StateView, doc_id: int) -> DocRef:
     found = view.documents.ref(doc_id)
-    return DocRef(doc_id, found[1], found[0]) if found else DocRef(doc_id, "", "")
+    return DocRef(doc_id, found.url, found.fetched_at) if found else DocRef(doc_id, "", "")
 
 
-def _exact_twin(view: StateView, doc: PreparedDoc) -> tuple[int, str] | None:
-    for key, method in _fingerprint_keys(doc):
+def exact_twin(view: StateView, doc: PreparedDoc) -> Twin | None:
+    for key, method in fingerprint_keys(doc):
         if (twin := view.fingerprints.lookup(key)) is not None:
-            return twin, method
+            return Twin(twin, method)
     return None
 
 
-def _verify_all(
+def verify_all(
     view: StateView,
     queries: list[tuple[PreparedDoc, set[int]]],
     settings: Settings,
@@ -151,33 +155,28 @@ def _verify_all(
     return found, len(owners)
 
 
-def _admit(
-    view: StateView, doc: PreparedDoc, keys: list[tuple[bytes, str]]
-) -> tuple[int, str] | bool | None:
-    """Register a new document's URL and fingerprints (``keys``: its ``_fingerprint_keys``).
-    False for a document already known; else its exact twin (doc id, method), or None. The
-    caller counts documents and repeats."""
+def _admit(view: StateView, doc: PreparedDoc, keys: list[tuple[bytes, Method]]) -> Admission | Twin:
+    """Register a new document's URL and fingerprints (``keys``: its ``fingerprint_keys``):
+    REPEAT for a document already known; else its exact twin, or NEW."""
     if view.documents.exists(doc.doc_id):
-        return False
+        return Admission.REPEAT
     view.urls.add(doc.page.url, doc.page.fetched_at, doc.doc_id)
-    twin = None
+    twin: Admission | Twin = Admission.NEW
     fingerprints = view.fingerprints
     for key, method in keys:  # the first one known names the twin
         known = fingerprints.lookup(key)
         if known is None:
             fingerprints.register(key, doc.doc_id)
-        elif twin is None:
-            twin = known, method
+        elif twin is Admission.NEW:
+            twin = Twin(known, method)
     return twin
 
 
-def _store_twin(view: StateView, doc: PreparedDoc, twin: tuple[int, str]) -> list[Event]:
+def _store_twin(view: StateView, doc: PreparedDoc, twin: Twin) -> list[Event]:
     """An exact/canonical/shingle twin keeps no sketch and joins the twin's cluster."""
-    twin_id, method = twin
-    owner = view.documents.owner_id(twin_id)
-    twin_ref = view.documents.ref(twin_id)
-    if owner is None or twin_ref is None:
-        raise StateError(f"fingerprint table points at missing document {twin_id:016x}")
+    owner = view.documents.owner_id(twin.doc_id)
+    if owner is None or view.documents.ref(twin.doc_id) is None:
+        raise StateError(f"fingerprint table points at missing document {twin.doc_id:016x}")
     page = doc.page
     view.documents.put(
         doc.doc_id,
@@ -190,7 +189,7 @@ def _store_twin(view: StateView, doc: PreparedDoc, twin: tuple[int, str]) -> lis
         ),
     )
     me = DocRef(doc.doc_id, page.url, page.fetched_at)
-    return _join(view, me, [(twin_id, method, _EXACT)])
+    return _join(view, me, [(twin.doc_id, twin.method, EXACT)])
 
 
 def _store_and_join(
@@ -206,8 +205,9 @@ def _store_and_join(
     return _join(view, me, [(candidate, "near", estimate) for candidate, estimate in found])
 
 
-def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -> list[Event]:
-    """Add prepared documents, in order, to the state; the events they cause, in order.
+def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -> BatchResult:
+    """Add prepared documents, in order, to the state; the events they cause, in order, and
+    what the batch counted (also added to the state's counters).
 
     The result is the same as adding them one at a time: fingerprints are registered in
     order, each document's candidates are the documents before it (in the batch or already
@@ -216,49 +216,48 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     work per key to a minimum.
     """
     view.documents.prefetch(doc.doc_id for doc in docs)
-    keys = [_fingerprint_keys(doc) for doc in docs]
+    keys = [fingerprint_keys(doc) for doc in docs]
     view.fingerprints.prefetch(key for doc_keys in keys for key, _ in doc_keys)
-    admitted: list[tuple[PreparedDoc, tuple[int, str] | bool | None]] = []
+    admitted: list[tuple[PreparedDoc, Admission | Twin]] = []
     seen: set[int] = set()
     for doc, doc_keys in zip(docs, keys, strict=True):
         if doc.doc_id in seen:  # delivered twice in one batch: stored once, like across batches
-            admitted.append((doc, False))
+            admitted.append((doc, Admission.REPEAT))
         else:
             seen.add(doc.doc_id)
             admitted.append((doc, _admit(view, doc, doc_keys)))
-    repeats = sum(twin is False for _, twin in admitted)
-    view.counters.add("repeats", repeats)
-    view.counters.add("documents", len(docs) - repeats)
-    fresh = [doc for doc, twin in admitted if twin is None]
+    repeats = sum(found is Admission.REPEAT for _, found in admitted)
+    fresh = [doc for doc, found in admitted if found is Admission.NEW]
     candidates = batch_candidates(view, fresh, settings)
-    verified, estimated = _verify_all(
+    verified, estimated = verify_all(
         view,
         list(zip(fresh, candidates, strict=True)),
         settings,
         settings.threshold,
         local={doc.doc_id: doc for doc in fresh},
     )
-    # the work the corpus asks for: what an operator watches when time per document grows
-    view.counters.add("candidates", sum(map(len, candidates)))
-    view.counters.add("pairs_estimated", estimated)
     matches = {doc.doc_id: found for doc, found in zip(fresh, verified, strict=True)}
     events: list[Event] = []
-    for doc, twin in admitted:
-        if twin is None:
+    for doc, found in admitted:
+        if found is Admission.NEW:
             events.extend(_store_and_join(view, doc, matches[doc.doc_id]))
-        elif twin is not False:
-            assert not isinstance(twin, bool)
-            events.extend(_store_twin(view, doc, twin))
-    view.counters.add("duplicates", sum(isinstance(event, Duplicate) for event in events))
-    return events
+        elif isinstance(found, Twin):
+            events.extend(_store_twin(view, doc, found))
+    by_method = Counter(event.method for event in events if isinstance(event, Duplicate))
+    result = BatchResult(
+        events=tuple(events),
+        documents=len(docs) - repeats,
+        repeats=repeats,
+        duplicates_by_method={method: by_method[method] for method in METHODS},
+        merges=sum(isinstance(event, ClusterMerged) for event in events),
+        candidates=sum(map(len, candidates)),
+        pairs_estimated=estimated,
+    )
+    view.counters.add_many(result.counter_increments())
+    return result
 
 
-def ingest(view: StateView, doc: PreparedDoc, settings: Settings) -> list[Event]:
-    """Add one prepared document to the state; the events it causes, in order."""
-    return ingest_batch(view, [doc], settings)
-
-
-def _join(view: StateView, me: DocRef, matches: list[tuple[int, str, Estimate]]) -> list[Event]:
+def _join(view: StateView, me: DocRef, matches: list[tuple[int, Method, Estimate]]) -> list[Event]:
     """Union the new document with every match (doc id, method, estimate); the oldest matched
     cluster keeps its id. Only the best match is named, so only its record is read."""
     clusters = view.clusters
@@ -274,12 +273,12 @@ def _join(view: StateView, me: DocRef, matches: list[tuple[int, str, Estimate]])
         size = clusters.merge(survivor, retired)
         merged.append(
             ClusterMerged(
-                survivor, retired, size, me, _ref_of(view, survivor), _ref_of(view, retired)
+                survivor, retired, size, me, ref_of(view, survivor), ref_of(view, retired)
             )
         )
     duplicate = Duplicate(
         me,
-        _ref_of(view, best_id),  # stored: stores go in order, and matches are earlier ones
+        ref_of(view, best_id),  # stored: stores go in order, and matches are earlier ones
         method,
         estimate.resemblance,
         estimate.containment,
@@ -287,87 +286,3 @@ def _join(view: StateView, me: DocRef, matches: list[tuple[int, str, Estimate]])
         size,
     )
     return [duplicate, *merged]
-
-
-def find_similar(
-    view: StateView, doc: PreparedDoc, settings: Settings, floor: float = 0.0
-) -> list[Match]:
-    """Known documents resembling ``doc``, best first, without changing the state.
-
-    Candidates come from the same indexes as ingestion (exact fingerprints, super-shingles,
-    short-document shingles); each is verified, and those with resemblance or containment
-    (either way) of at least ``floor`` are returned.
-    """
-    matches: dict[int, Match] = {}
-    twin = _exact_twin(view, doc)
-    if twin is not None:
-        owner = view.documents.owner_id(twin[0])
-        twin_ref = view.documents.ref(twin[0])
-        if owner is not None and twin_ref is not None and twin[0] != doc.doc_id:
-            matches[twin[0]] = Match(
-                DocRef(twin[0], twin_ref[1], twin_ref[0]),
-                twin[1],
-                _EXACT,
-                view.clusters.find(twin[0]),
-            )
-    verified, _ = _verify_all(view, [(doc, query_candidates(view, doc))], settings, 0.0)
-    for candidate, e in verified[0]:
-        if (
-            candidate not in matches
-            and max(e.resemblance, e.containment, e.containment_reverse) >= floor
-        ):
-            ref = _ref_of(view, candidate)
-            matches[candidate] = Match(ref, "near", e, view.clusters.find(candidate))
-    return sorted(
-        matches.values(),
-        key=lambda m: (-m.estimate.resemblance, -m.estimate.containment, m.doc.doc_id),
-    )
-
-
-@dataclass(slots=True)
-class BatchResult:
-    events: list[Event] = field(default_factory=list)
-    documents: int = 0
-    repeats: int = 0
-    #: documents proposed by the indexes past their filters, and (document, candidate) pairs
-    #: whose resemblance was estimated
-    candidates: int = 0
-    pairs_estimated: int = 0
-
-
-class Detector:
-    """The embedded detector: batches of pages in, events out, one transaction per batch."""
-
-    def __init__(self, state: State) -> None:
-        self.state = state
-        self.settings = state.settings
-
-    @cached_property
-    def preparer(self) -> Preparer:
-        """Made when first used: the embedded runner and the Kafka worker prepare pages
-        elsewhere (a thread or a child process) and only ``ingest`` here."""
-        return Preparer(self.settings)
-
-    def process(self, pages: list[Page]) -> BatchResult:
-        return self.ingest(self.preparer.prepare(pages))
-
-    def ingest(self, prepared: list[PreparedDoc]) -> BatchResult:
-        """The second half of ``process``, for pages prepared elsewhere (another thread)."""
-        view, result = self.stage(prepared)
-        view.commit()
-        return result
-
-    def stage(self, prepared: list[PreparedDoc]) -> tuple[StateView, BatchResult]:
-        """``ingest`` without the commit: the caller may act on the events (send them) and
-        add writes of its own before ``view.commit()`` makes the batch durable, or drop the
-        view to forget the batch."""
-        view = self.state.view()
-        result = BatchResult()
-        counted = ("repeats", "candidates", "pairs_estimated")
-        before = [view.counters.get(name) for name in counted]
-        result.events = ingest_batch(view, prepared, self.settings)
-        result.repeats, result.candidates, result.pairs_estimated = (
-            view.counters.get(name) - start for name, start in zip(counted, before, strict=True)
-        )
-        result.documents = len(prepared) - result.repeats
-        return view, result
