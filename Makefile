@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench usage clean
 
 $(BIN)/.ready: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("neardup needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -38,6 +38,10 @@ typecheck: $(BIN)/.ready
 bench: $(BIN)/.ready
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python -m bench --docs 20000 --repeat 3 --out out/bench-20k.json
+
+# the README's usage block, from the command table (a test fails when they disagree)
+usage: $(BIN)/.ready
+	$(BIN)/python -m neardup.streams.cli.usage --write README.md
 
 clean:
 	rm -rf $(VENV) build out .pytest_cache .mypy_cache .ruff_cache

@@ -28,11 +28,9 @@ from neardup.core import DEFAULT_MAX_RECORD_BYTES, BrokerError, Page
 
 from ..detection.event_clusters import clusters_from_events
 from ..running.inputs import DeadLetter, iter_records
+from .topics import EVENTS_TOPIC
 
 __all__ = [
-    "DEFAULT_DEAD_LETTER_TOPIC",
-    "DEFAULT_EVENTS_TOPIC",
-    "DEFAULT_PAGES_TOPIC",
     "PublishSummary",
     "clusters_from_broker",
     "clusters_from_events",
@@ -41,9 +39,6 @@ __all__ = [
     "publish",
 ]
 
-DEFAULT_PAGES_TOPIC = "neardup.pages"
-DEFAULT_EVENTS_TOPIC = "neardup.events"
-DEFAULT_DEAD_LETTER_TOPIC = "neardup.dead-letter"
 
 #: how long to wait for the broker to answer the first request, and for the last sends
 CONNECT_SECONDS = 10.0
@@ -159,7 +154,7 @@ def publish(
 
 def follow_events(
     broker: str,
-    topic: str = DEFAULT_EVENTS_TOPIC,
+    topic: str = EVENTS_TOPIC,
     from_beginning: bool = False,
     idle_timeout: float | None = None,
 ) -> Iterator[dict[str, Any]]:
@@ -235,7 +230,7 @@ def _decode(value: bytes | None) -> dict[str, Any] | None:
 
 
 def clusters_from_broker(
-    broker: str, topic: str = DEFAULT_EVENTS_TOPIC, idle_timeout: float = 3.0
+    broker: str, topic: str = EVENTS_TOPIC, idle_timeout: float = 3.0
 ) -> list[dict[str, Any]]:
     """The current clusters, rebuilt from the whole events topic (read until it has been
     idle for ``idle_timeout`` seconds)."""

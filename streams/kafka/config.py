@@ -1,29 +1,22 @@
-"""What a Kafka worker needs to know: one frozen dataclass, validated, with env defaults."""
+"""What a Kafka worker needs to know: one frozen dataclass, validated on construction."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
 
-from ..running.prepare_work import PREPARE_MODES
+from ..running.embedded import DEFAULT_BATCH_SIZE
+from ..running.prepare_work import PREPARE_MODES, PrepareMode
+from .topics import DEAD_LETTER_TOPIC, EVENTS_TOPIC, PAGES_TOPIC, prepared_topic
 
-__all__ = ["ENVIRONMENT", "WorkerConfig"]
+__all__ = ["WorkerConfig", "detector_dir"]
 
-#: Every worker flag's environment variable (the flag wins when both are given).
-ENVIRONMENT = {
-    "broker": "NEARDUP_BROKER",
-    "state_dir": "NEARDUP_STATE",
-    "partitions": "NEARDUP_PARTITIONS",
-    "pages_topic": "NEARDUP_PAGES_TOPIC",
-    "events_topic": "NEARDUP_EVENTS_TOPIC",
-    "dead_letter_topic": "NEARDUP_DEAD_LETTER_TOPIC",
-    "app_id": "NEARDUP_APP_ID",
-    "prepare": "NEARDUP_PREPARE",
-}
+
+def detector_dir(state_dir: Path) -> Path:
+    """A worker's detector state (RocksDB) inside its state directory."""
+    return state_dir / "detector"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,29 +27,29 @@ class WorkerConfig:
     broker: str
     state_dir: Path
     partitions: int = 4
-    pages_topic: str = "neardup.pages"
-    events_topic: str = "neardup.events"
-    dead_letter_topic: str = "neardup.dead-letter"
+    pages_topic: str = PAGES_TOPIC
+    events_topic: str = EVENTS_TOPIC
+    dead_letter_topic: str = DEAD_LETTER_TOPIC
     #: Faust application id: the consumer group and the prefix of internal topics.
     app_id: str = "neardup"
     settings: Settings = field(default_factory=Settings)
     #: pages prepared together (vectorised), and the longest wait to fill a batch (seconds)
-    batch_size: int = 256
+    batch_size: int = DEFAULT_BATCH_SIZE
     batch_wait: float = 0.2
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     rebalance_timeout: float = 4.0
     #: where pages are prepared: "process" (a child process: two cores) or "thread"
-    prepare: str = "process"
+    prepare: PrepareMode = "process"
 
     @property
     def prepared_topic(self) -> str:
         """The one-partition log of prepared documents: the detector's input and changelog."""
-        return f"{self.app_id}-prepared"
+        return prepared_topic(self.app_id)
 
     @property
     def detector_dir(self) -> Path:
         """This worker's detector state (RocksDB), rebuilt from the prepared topic if lost."""
-        return self.state_dir / "detector"
+        return detector_dir(self.state_dir)
 
     def __post_init__(self) -> None:
         host, _, port = self.broker.rpartition(":")
@@ -80,18 +73,3 @@ class WorkerConfig:
         for name in (self.pages_topic, self.events_topic, self.dead_letter_topic, self.app_id):
             if not name or any(c in name for c in " /\\,"):
                 raise NeardupError(f"{name!r} is not a usable topic name or application id")
-
-    @staticmethod
-    def from_environment(
-        given: Mapping[str, object], environ: Mapping[str, str] | None = None
-    ) -> dict[str, object]:
-        """The flags given, completed from the environment variables of ``ENVIRONMENT``."""
-        environ = os.environ if environ is None else environ
-        merged = {k: v for k, v in given.items() if v is not None}
-        for name, variable in ENVIRONMENT.items():
-            if name not in merged and variable in environ:
-                value: object = environ[variable]
-                if name == "partitions":
-                    value = int(str(value))
-                merged[name] = value
-        return merged

@@ -18,7 +18,10 @@ from .prepare_work import PrepareMode, executor, prepare_pages
 from .progress import RunObserver
 from .run_summary import RunSummary
 
-__all__ = ["run"]
+__all__ = ["DEFAULT_BATCH_SIZE", "run"]
+
+#: pages prepared together and written in one transaction
+DEFAULT_BATCH_SIZE = 256
 
 
 def _batches(
@@ -48,7 +51,7 @@ def run(
     inputs: Iterable[str],
     events: IO[str] | None = None,
     dead_letters: IO[str] | None = None,
-    batch_size: int = 256,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     observers: Sequence[RunObserver] = (),
     prepare: PrepareMode = "thread",

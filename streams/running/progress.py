@@ -16,7 +16,10 @@ from typing import IO, Any, Protocol, TextIO
 
 from .run_summary import RunSummary
 
-__all__ = ["Progress", "RunObserver", "StatsLog"]
+__all__ = ["DEFAULT_STATS_EVERY", "Progress", "RunObserver", "StatsLog"]
+
+#: records between two lines of the statistics log
+DEFAULT_STATS_EVERY = 10_000
 
 
 class RunObserver(Protocol):

@@ -30,12 +30,6 @@ def test_bad_configuration_is_refused_with_the_value(
         WorkerConfig(**fields)  # type: ignore[arg-type]
 
 
-def test_flags_win_over_environment() -> None:
-    environ = {"NEARDUP_BROKER": "env:1", "NEARDUP_PARTITIONS": "8", "NEARDUP_STATE": "/s"}
-    merged = WorkerConfig.from_environment({"broker": "flag:2", "partitions": None}, environ)
-    assert merged == {"broker": "flag:2", "partitions": 8, "state_dir": "/s"}
-
-
 def test_state_directory_refuses_other_settings(tmp_path: Path) -> None:
     first = WorkerConfig("localhost:9092", tmp_path, partitions=4)
     check_settings(first)

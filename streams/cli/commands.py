@@ -1,0 +1,339 @@
+"""The ``neardup`` command line as one table: every command and its options.
+
+Defaults come from the code that uses them (``Settings``, ``WorkerConfig``, the runner);
+each environment variable is declared once, on its option, and read by ``resolve_environment``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+from neardup.core import DEFAULT_MAX_RECORD_BYTES, Settings
+
+from ..kafka.config import WorkerConfig
+from ..kafka.topics import DEAD_LETTER_TOPIC, EVENTS_TOPIC, PAGES_TOPIC
+from ..running.embedded import DEFAULT_BATCH_SIZE
+from ..running.prepare_work import PREPARE_MODES
+from ..running.progress import DEFAULT_STATS_EVERY
+from . import handlers
+from .options import Option, to_float, to_int, with_flags
+
+__all__ = ["COMMANDS", "SETTING_OPTIONS", "Command"]
+
+_SETTINGS = Settings()
+_WORKER_DEFAULTS = {f.name: f.default for f in fields(WorkerConfig)}
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    help: str
+    options: tuple[Option, ...]
+    run: Callable[[argparse.Namespace], int]
+    description: str | None = None
+    #: options of which at most one may be given on the command line
+    exclusive: tuple[str, ...] = ()
+
+
+def _setting(name: str, metavar: str, help: str, convert: Callable[[str], object]) -> Option:
+    return Option(
+        name,
+        help,
+        flags=("--" + name.replace("_", "-"),),
+        convert=convert,
+        env="NEARDUP_" + name.upper(),
+        metavar=metavar,
+        shown=f"the stored value; {getattr(_SETTINGS, name)} for a new state",
+        group="settings (stored with the state; an omitted one keeps the stored value)",
+    )
+
+
+#: the detection settings a command may set (``neardup.core.Settings`` fields)
+SETTING_OPTIONS = (
+    _setting("shingle_size", "W", "tokens per shingle", to_int),
+    _setting("threshold", "T", "resemblance that joins clusters", to_float),
+    _setting("sample_size", "S", "bottom-s sample per document", to_int),
+    _setting("num_bins", "K", "min-hash bins that super-shingles are cut from", to_int),
+    Option(
+        "token_unit",
+        "token unit: word (runs of letters/digits) or character",
+        flags=("--token-unit",),
+        env="NEARDUP_TOKEN_UNIT",
+        choices=("word", "character"),
+        metavar="word|character",
+        shown=f"the stored value; {_SETTINGS.token_unit} for a new state",
+        group="settings (stored with the state; an omitted one keeps the stored value)",
+    ),
+    _setting("short_limit", "N", "fewer shingles than this: a short document", to_int),
+    _setting("posting_cap", "N", "documents per posting list before it is a stop key", to_int),
+)
+
+_STATE = Option(
+    "state", "state directory (RocksDB)", flags=("--state",), metavar="DIR", required=True
+)
+_BROKER = Option(
+    "broker",
+    "Kafka bootstrap server",
+    flags=("--broker",),
+    env="NEARDUP_BROKER",
+    metavar="HOST:PORT",
+    required=True,
+)
+_MAX_RECORD_BYTES = Option(
+    "max_record_bytes",
+    "larger records are refused (dead letters)",
+    flags=("--max-record-bytes",),
+    convert=to_int,
+    default=DEFAULT_MAX_RECORD_BYTES,
+    metavar="N",
+)
+_INPUTS = Option(
+    "inputs", "JSON Lines file, - for stdin, or a .warc[.gz] file", metavar="INPUT", nargs="+"
+)
+_PAGES_TOPIC = Option(
+    "pages_topic",
+    "pages topic",
+    flags=("--pages-topic",),
+    env="NEARDUP_PAGES_TOPIC",
+    default=PAGES_TOPIC,
+    metavar="NAME",
+)
+_EVENTS_TOPIC = Option(
+    "events_topic",
+    "events topic",
+    flags=("--events-topic",),
+    env="NEARDUP_EVENTS_TOPIC",
+    default=EVENTS_TOPIC,
+    metavar="NAME",
+)
+_DEAD_LETTER_TOPIC = Option(
+    "dead_letter_topic",
+    "dead-letter topic",
+    flags=("--dead-letter-topic",),
+    env="NEARDUP_DEAD_LETTER_TOPIC",
+    default=DEAD_LETTER_TOPIC,
+    metavar="NAME",
+)
+_PREPARE = Option(
+    "prepare",
+    "prepare pages in a child process (a second core) or in a thread of this process",
+    flags=("--prepare",),
+    env="NEARDUP_PREPARE",
+    choices=PREPARE_MODES,
+    default=_WORKER_DEFAULTS["prepare"],
+    metavar="|".join(PREPARE_MODES),
+)
+_BATCH_SIZE = Option(
+    "batch_size",
+    "pages per batch",
+    flags=("--batch-size",),
+    convert=to_int,
+    default=DEFAULT_BATCH_SIZE,
+    metavar="N",
+)
+
+
+def _idle_timeout(default: float | None) -> Option:
+    return Option(
+        "idle_timeout",
+        "stop when no event arrived for S seconds",
+        flags=("--idle-timeout",),
+        convert=to_float,
+        default=default,
+        metavar="S",
+        shown="never" if default is None else None,
+    )
+
+
+COMMANDS = (
+    Command(
+        "run",
+        "process JSON Lines or WARC files into the state (embedded mode)",
+        (
+            with_flags(_STATE, "--state", help="state directory (RocksDB); created if missing"),
+            _INPUTS,
+            Option(
+                "events",
+                "append events as JSON Lines here (- for stdout)",
+                flags=("--events",),
+                metavar="FILE",
+            ),
+            Option(
+                "dead_letters",
+                "append refused records here",
+                flags=("--dead-letters",),
+                metavar="FILE",
+                shown="DIR/dead-letters.jsonl",
+            ),
+            Option(
+                "clusters",
+                "when done, write the clusters here as `neardup clusters` prints them "
+                "(- for stdout)",
+                flags=("--clusters",),
+                metavar="FILE",
+            ),
+            _PREPARE,
+            Option(
+                "stats",
+                "append a JSON line of statistics here every --stats-every records and at the "
+                "end: totals, the stretch's docs/s, memory, state size (- for stdout)",
+                flags=("--stats",),
+                metavar="FILE",
+            ),
+            Option(
+                "stats_every",
+                "records between two lines of --stats",
+                flags=("--stats-every",),
+                convert=to_int,
+                default=DEFAULT_STATS_EVERY,
+                metavar="N",
+            ),
+            _BATCH_SIZE,
+            _MAX_RECORD_BYTES,
+            Option("quiet", "no progress and no summary", flags=("--quiet",), switch=True),
+            *SETTING_OPTIONS,
+        ),
+        handlers.run,
+    ),
+    Command(
+        "clusters",
+        "print clusters as JSON Lines, largest first",
+        (
+            with_flags(_STATE, "--state", required=False),
+            with_flags(_BROKER, "--broker", required=False),
+            Option("all", "include single documents (--state only)", flags=("--all",), switch=True),
+            with_flags(_EVENTS_TOPIC, "--topic"),
+            _idle_timeout(3.0),
+        ),
+        handlers.clusters,
+        "From a state directory (--state), or rebuilt from the events topic of a Kafka "
+        "deployment (--broker, or $NEARDUP_BROKER when --state is not given).",
+        exclusive=("state", "broker"),
+    ),
+    Command(
+        "query",
+        "documents similar to a file, stdin, or a known URL (lost and found)",
+        (
+            _STATE,
+            Option(
+                "target", "a file, - for stdin, or a URL the state has seen", metavar="FILE|-|URL"
+            ),
+            Option(
+                "limit",
+                "at most N results",
+                flags=("--limit",),
+                convert=to_int,
+                default=10,
+                metavar="N",
+            ),
+            Option(
+                "min_resemblance",
+                "hide matches below this resemblance and containment",
+                flags=("--min-resemblance",),
+                convert=to_float,
+                default=0.0,
+                metavar="F",
+            ),
+            Option(
+                "content_type",
+                "content type of the file",
+                flags=("--content-type",),
+                default="",
+                metavar="TYPE",
+                shown="sniffed",
+            ),
+        ),
+        handlers.query,
+    ),
+    Command(
+        "stats",
+        "documents, clusters, largest clusters, stop keys, disk use",
+        (_STATE,),
+        handlers.stats,
+    ),
+    Command(
+        "worker",
+        "run a Kafka worker of the detection topology (until SIGTERM/SIGINT)",
+        (
+            _BROKER,
+            with_flags(
+                _STATE, "--state", help="this worker's state directory", env="NEARDUP_STATE"
+            ),
+            Option(
+                "partitions",
+                "partitions of the pages and events topics",
+                flags=("--partitions",),
+                convert=to_int,
+                env="NEARDUP_PARTITIONS",
+                default=_WORKER_DEFAULTS["partitions"],
+                metavar="N",
+            ),
+            _PAGES_TOPIC,
+            _EVENTS_TOPIC,
+            _DEAD_LETTER_TOPIC,
+            Option(
+                "app_id",
+                "consumer group and internal topic prefix",
+                flags=("--app-id",),
+                env="NEARDUP_APP_ID",
+                default=_WORKER_DEFAULTS["app_id"],
+                metavar="NAME",
+            ),
+            _PREPARE,
+            with_flags(_BATCH_SIZE, "--batch-size", help="pages prepared together"),
+            _MAX_RECORD_BYTES,
+            Option(
+                "loglevel",
+                "log level",
+                flags=("--loglevel",),
+                choices=("debug", "info", "warning", "error"),
+                default="warning",
+                metavar="LEVEL",
+            ),
+            *SETTING_OPTIONS,
+        ),
+        handlers.worker,
+        "Every worker of a deployment must use the same partitions, topics, app id and settings.",
+    ),
+    Command(
+        "publish",
+        "send pages to the pages topic (the crawler side of Kafka mode)",
+        (
+            _BROKER,
+            with_flags(_PAGES_TOPIC, "--topic"),
+            _MAX_RECORD_BYTES,
+            _INPUTS,
+        ),
+        handlers.publish,
+        "Valid pages are sent as the input contract, keyed by url; JSON Lines lines that fail "
+        "validation are sent unchanged, so that the worker puts them in its dead-letter topic; "
+        "what cannot be sent (oversized records, WARC records that are not text) is listed on "
+        "stderr. Prints a summary as JSON.",
+    ),
+    Command(
+        "events",
+        "print the events of a Kafka deployment as JSON Lines",
+        (
+            _BROKER,
+            with_flags(_EVENTS_TOPIC, "--topic"),
+            _idle_timeout(None),
+            Option(
+                "from_beginning",
+                "from the oldest event (default: new ones)",
+                flags=("--from-beginning",),
+                switch=True,
+            ),
+            Option(
+                "dead_letters",
+                "follow the dead-letter topic (--dead-letter-topic) instead",
+                flags=("--dead-letters",),
+                switch=True,
+            ),
+            _DEAD_LETTER_TOPIC,
+        ),
+        handlers.events,
+        "Reads without a consumer group (it never moves a deployment's offsets).",
+    ),
+)

@@ -1,0 +1,209 @@
+"""What each ``neardup`` command does, given its resolved options."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any
+
+from neardup.core import NeardupError, Page, Settings
+from neardup.state import State
+
+from ..kafka.config import WorkerConfig, detector_dir
+from ..running import embedded, reports
+from ..running.progress import Progress, RunObserver, StatsLog
+
+__all__ = [
+    "clusters",
+    "events",
+    "publish",
+    "query",
+    "run",
+    "settings_for",
+    "stats",
+    "worker",
+    "worker_config",
+]
+
+_SETTING_FIELDS = (
+    "shingle_size",
+    "threshold",
+    "sample_size",
+    "num_bins",
+    "token_unit",
+    "short_limit",
+    "posting_cap",
+)
+
+
+def settings_for(state_dir: str | os.PathLike[str], args: argparse.Namespace) -> Settings | None:
+    """The settings a command opens its state with: the stored ones (the defaults for a new
+    state) with the settings flags given applied; None when no flag was given. ``run`` and
+    ``worker`` both use this, so an omitted flag keeps the stored value in both."""
+    given = {
+        name: getattr(args, name)
+        for name in _SETTING_FIELDS
+        if getattr(args, name, None) is not None
+    }
+    if not given:
+        return None
+    stored: Settings | None = None
+    if Path(state_dir).exists():
+        with State.open(state_dir) as state:
+            stored = state.settings
+    return (stored or Settings()).replace(**given)
+
+
+def _open_output(stack: ExitStack, name: str | None, mode: str = "a") -> IO[str] | None:
+    if name is None:
+        return None
+    if name == "-":
+        return sys.stdout
+    Path(name).parent.mkdir(parents=True, exist_ok=True)
+    return stack.enter_context(open(name, mode, encoding="utf-8"))
+
+
+def _print_json(value: Any, out: IO[str] | None = None) -> None:
+    (out or sys.stdout).write(json.dumps(value, ensure_ascii=False) + "\n")
+
+
+def _existing_state(path: str) -> State:
+    if not Path(path).exists():
+        raise NeardupError(
+            f"there is no state in {path}: run `neardup run --state {path} INPUT` first"
+        )
+    return State.open(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.batch_size < 1:
+        raise NeardupError(f"--batch-size {args.batch_size} must be at least 1")
+    if args.stats_every < 1:
+        raise NeardupError(f"--stats-every {args.stats_every} must be at least 1")
+    with ExitStack() as stack:
+        state = stack.enter_context(State.open(args.state, settings_for(args.state, args)))
+        events = _open_output(stack, args.events)
+        dead = _open_output(
+            stack, args.dead_letters or os.path.join(args.state, "dead-letters.jsonl")
+        )
+        observers: list[RunObserver] = [] if args.quiet else [Progress()]
+        stats = _open_output(stack, args.stats)
+        if stats is not None:
+            # the files as they are: a flush per line would change the run it measures
+            state_bytes = functools.partial(state.store.disk_bytes, flush=False)
+            observers.append(StatsLog(stats, args.stats_every, state_bytes))
+        summary = embedded.run(
+            state,
+            args.inputs,
+            events=events,
+            dead_letters=dead,
+            batch_size=args.batch_size,
+            max_record_bytes=args.max_record_bytes,
+            observers=observers,
+            prepare=args.prepare,
+        )
+        if not args.quiet:
+            print(summary.describe(), file=sys.stderr)
+        # a snapshot: replaces what the file held
+        clusters_out = _open_output(stack, args.clusters, "w")
+        if clusters_out is not None:
+            for line in reports.cluster_lines(state):
+                _print_json(line, clusters_out)
+    return 0
+
+
+def query(args: argparse.Namespace) -> int:
+    with _existing_state(args.state) as state:
+        target: str = args.target
+        if target != "-" and not os.path.exists(target) and "://" in target:
+            _print_json(reports.lost_and_found(state, target, args.limit))
+            return 0
+        raw = sys.stdin.buffer.read() if target == "-" else Path(target).read_bytes()
+        page = Page(
+            url=target, content=raw.decode("utf-8", "replace"), content_type=args.content_type
+        )
+        for line in reports.similar_to_content(state, page, args.limit, args.min_resemblance):
+            _print_json(line)
+    return 0
+
+
+def stats(args: argparse.Namespace) -> int:
+    with _existing_state(args.state) as state:
+        _print_json(reports.statistics(state))
+    return 0
+
+
+def clusters(args: argparse.Namespace) -> int:
+    if args.state is not None:  # wins over a broker from $NEARDUP_BROKER
+        with _existing_state(args.state) as state:
+            for line in reports.cluster_lines(state, args.all):
+                _print_json(line)
+        return 0
+    if args.broker is None:
+        raise NeardupError("clusters needs --state DIR or --broker HOST:PORT ($NEARDUP_BROKER)")
+    if args.all:
+        raise NeardupError("--all needs --state: events name only clusters of two or more")
+    from ..kafka import client
+
+    for line in client.clusters_from_broker(args.broker, args.events_topic, args.idle_timeout):
+        _print_json(line)
+    return 0
+
+
+def publish(args: argparse.Namespace) -> int:
+    from ..kafka import client
+
+    summary = client.publish(args.broker, args.pages_topic, args.inputs, args.max_record_bytes)
+    for letter in summary.refused:
+        print(json.dumps(letter.to_json(), ensure_ascii=False), file=sys.stderr)
+    _print_json({"topic": args.pages_topic, **summary.to_json()})
+    return 0
+
+
+def events(args: argparse.Namespace) -> int:
+    from ..kafka import client
+
+    topic = args.dead_letter_topic if args.dead_letters else args.events_topic
+    for event in client.follow_events(args.broker, topic, args.from_beginning, args.idle_timeout):
+        _print_json(event)
+        sys.stdout.flush()
+    return 0
+
+
+def worker_config(args: argparse.Namespace) -> WorkerConfig:
+    """The worker's configuration from its resolved options; its settings as ``run``'s: the
+    stored ones with the flags given applied."""
+    state_dir = Path(args.state)
+    return WorkerConfig(
+        broker=args.broker,
+        state_dir=state_dir,
+        partitions=args.partitions,
+        pages_topic=args.pages_topic,
+        events_topic=args.events_topic,
+        dead_letter_topic=args.dead_letter_topic,
+        app_id=args.app_id,
+        settings=settings_for(detector_dir(state_dir), args) or _stored_or_default(state_dir),
+        batch_size=args.batch_size,
+        max_record_bytes=args.max_record_bytes,
+        prepare=args.prepare,
+    )
+
+
+def worker(args: argparse.Namespace) -> int:
+    from ..kafka.worker import run_worker
+
+    run_worker(worker_config(args), args.loglevel)
+    return 0
+
+
+def _stored_or_default(state_dir: Path) -> Settings:
+    detector = detector_dir(state_dir)
+    if not detector.exists():
+        return Settings()
+    with State.open(detector) as state:
+        return state.settings
