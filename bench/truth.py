@@ -1,4 +1,6 @@
-"""Ground truth by brute force: exact Jaccard and containment of every pair of documents that
+"""Ground truth by brute force: exact Jaccard and containment of every pair sharing a shingle.
+
+Ground truth by brute force: exact Jaccard and containment of every pair of documents that
 shares at least one shingle, connected components at a threshold, and pair-counting scores.
 
 The caller supplies, per document, its set of shingle fingerprints as a numpy ``uint64`` array

@@ -44,9 +44,9 @@ __all__ = [
 U32 = npt.NDArray[np.uint32]
 _NO_CUTOFF = (1 << 32) - 1  # the largest 32-bit value: a complete sketch keeps every value
 _HIGH = np.uint64(32)  # a sample value is the high 32 bits of a shingle fingerprint
-#: sample values (both sides) estimated in one vectorised pass, about 64 pairs at s = 256.
-#: Temporaries of 256 KB: with 2 MB ones (512 pairs a pass) fresh pages were faulted in for
-#: each, and a pair cost 2-3x as much (measured: 27 -> 11 us per pair of full samples)
+#: sample values (both sides) estimated in one vectorised pass, about 64 pairs at s = 256:
+#: temporaries of 256 KB stay in cache and reuse their pages, where larger ones are faulted
+#: in afresh for every pass
 _VALUES_PER_CALL = 1 << 15
 
 

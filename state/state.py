@@ -68,7 +68,7 @@ class State:
 
     def key_filter(self, table: IndexTable) -> KeyFilter:
         """The filter of the keys of a posting index, read from the store when first used: a
-        state opened only to answer queries does not read it (0.3 us per key)."""
+        state opened only to answer queries does not read every index key."""
         if table not in INDEX_TABLES:
             raise KeyError(f"{table!r} is not a posting index: use one of {INDEX_TABLES}")
         if table not in self._key_filters:

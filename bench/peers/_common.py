@@ -1,4 +1,6 @@
-"""What every peer pipeline shares: reading the input contract, canonical tokens, shingles,
+"""What every peer pipeline shares: input, canonical tokens, shingles and union-find.
+
+What every peer pipeline shares: reading the input contract, canonical tokens, shingles,
 union-find, the cluster output and the command line.  Only sketching, LSH and the verification
 of candidates differ between peers, so their timings compare like with like.
 

@@ -92,30 +92,23 @@ _MAX_RECORD_BYTES = Option(
 _INPUTS = Option(
     "inputs", "JSON Lines file, - for stdin, or a .warc[.gz] file", metavar="INPUT", nargs="+"
 )
-_PAGES_TOPIC = Option(
-    "pages_topic",
-    "pages topic",
-    flags=("--pages-topic",),
-    env="NEARDUP_PAGES_TOPIC",
-    default=PAGES_TOPIC,
-    metavar="NAME",
-)
-_EVENTS_TOPIC = Option(
-    "events_topic",
-    "events topic",
-    flags=("--events-topic",),
-    env="NEARDUP_EVENTS_TOPIC",
-    default=EVENTS_TOPIC,
-    metavar="NAME",
-)
-_DEAD_LETTER_TOPIC = Option(
-    "dead_letter_topic",
-    "dead-letter topic",
-    flags=("--dead-letter-topic",),
-    env="NEARDUP_DEAD_LETTER_TOPIC",
-    default=DEAD_LETTER_TOPIC,
-    metavar="NAME",
-)
+
+
+def _topic(what: str, default: str) -> Option:
+    name = what.replace("-", "_")
+    return Option(
+        f"{name}_topic",
+        f"{what} topic",
+        flags=(f"--{what}-topic",),
+        env=f"NEARDUP_{name.upper()}_TOPIC",
+        default=default,
+        metavar="NAME",
+    )
+
+
+_PAGES_TOPIC = _topic("pages", PAGES_TOPIC)
+_EVENTS_TOPIC = _topic("events", EVENTS_TOPIC)
+_DEAD_LETTER_TOPIC = _topic("dead-letter", DEAD_LETTER_TOPIC)
 _PREPARE = Option(
     "prepare",
     "prepare pages in a child process (a second core) or in a thread of this process",
@@ -133,6 +126,12 @@ _BATCH_SIZE = Option(
     default=DEFAULT_BATCH_SIZE,
     metavar="N",
 )
+
+
+def _output(dest: str, help: str, shown: str | None = None) -> Option:
+    """A file the command writes to."""
+    flag = "--" + dest.replace("_", "-")
+    return Option(dest, help, flags=(flag,), metavar="FILE", shown=shown)
 
 
 def _idle_timeout(default: float | None) -> Option:
@@ -154,33 +153,18 @@ COMMANDS = (
         (
             with_flags(_STATE, "--state", help="state directory (RocksDB); created if missing"),
             _INPUTS,
-            Option(
-                "events",
-                "append events as JSON Lines here (- for stdout)",
-                flags=("--events",),
-                metavar="FILE",
-            ),
-            Option(
-                "dead_letters",
-                "append refused records here",
-                flags=("--dead-letters",),
-                metavar="FILE",
-                shown="DIR/dead-letters.jsonl",
-            ),
-            Option(
+            _output("events", "append events as JSON Lines here (- for stdout)"),
+            _output("dead_letters", "append refused records here", shown="DIR/dead-letters.jsonl"),
+            _output(
                 "clusters",
                 "when done, write the clusters here as `neardup clusters` prints them "
                 "(- for stdout)",
-                flags=("--clusters",),
-                metavar="FILE",
             ),
             _PREPARE,
-            Option(
+            _output(
                 "stats",
                 "append a JSON line of statistics here every --stats-every records and at the "
                 "end: totals, the stretch's docs/s, memory, state size (- for stdout)",
-                flags=("--stats",),
-                metavar="FILE",
             ),
             Option(
                 "stats_every",

@@ -1,5 +1,4 @@
-"""Options of the command line as data: a flag, its converter, default, environment variable
-and help, declared once and read one way."""
+"""Options of the command line as data, each read from its flag or environment one way."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Detection: the stages after preparation (exact shortcuts, candidates, verification, union),
-and the events they emit."""
+"""Detection: the stages after preparation, the detector, and the events they emit."""
 
 from .detector import Detector
 from .events import (

@@ -1,5 +1,4 @@
-"""Candidates: the earlier documents a new one meets in the two indexes, filtered before any
-sketch is read.
+"""Candidates: the earlier documents a new one meets in the indexes, filtered in bulk.
 
 * Super-shingles (documents from ``Settings.super_shingle_limit`` shingles up): a candidate
   must share ``min_shared_bands`` of them (stop keys may each hide one shared band, so they

@@ -1,5 +1,4 @@
-"""On-the-fly resemblance: the known documents most like any document, without changing
-the state."""
+"""On-the-fly resemblance: the known documents most like any document, state unchanged."""
 
 from __future__ import annotations
 

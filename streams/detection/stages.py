@@ -1,5 +1,4 @@
-"""The detection stages for a batch of prepared documents, in one state view: exact
-shortcuts, candidates, verification and union."""
+"""The detection stages of a batch in one state view: exact, candidates, verify, union."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Running in one process: inputs and dead letters, the embedded runner, its progress and
-reports."""
+"""Running in one process: inputs, dead letters, the embedded runner, progress, reports."""
 
 from .embedded import run
 from .inputs import DeadLetter, iter_records

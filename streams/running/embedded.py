@@ -1,5 +1,8 @@
-"""The embedded mode: input files in, events out, on one state directory, without Kafka; pages
-are prepared in a thread or in a child process (``neardup run``'s default)."""
+"""The embedded mode: input files in, events out, on one state directory, without Kafka.
+
+Pages are prepared in a thread or in a child process (``neardup run``'s default) while the
+batch before them is detected.
+"""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ Preparing (parse, canonical form, shingles, sketch) is most of a page's cost and
 state, so a worker, and ``neardup run``, do it in a process of their own by default: the
 detector's interpreter keeps its GIL, and the two use two cores. A thread does not: the HTML
 parser releases the GIL for every page and then waits for it while the detector runs Python,
-up to a switch interval (5 ms) each time (``python -m bench.gil_convoy``: 31 us per page
-alone, 10 ms beside a busy thread), so the two threads mostly take turns.
+up to a switch interval (5 ms) each time (``python -m bench.gil_convoy`` measures it), so the
+two threads mostly take turns.
 ``executor("thread")`` keeps preparing in the process, for a machine with one core or for a
 single-process measurement.
 

@@ -1,5 +1,7 @@
-"""How a run shows its progress: a one-line display on a terminal (``Progress``), and a JSON
-line of statistics every N records for dashboards and ``bench.growth`` (``StatsLog``).
+"""How a run shows its progress: a terminal line and a JSON statistics log.
+
+``Progress`` is a one-line display on a terminal; ``StatsLog`` a JSON line of statistics
+every N records for dashboards and ``bench.growth``.
 
 Both are ``RunObserver``s: ``embedded.run`` calls ``update`` after every batch and ``finish``
 once at the end.

@@ -1,5 +1,4 @@
-"""What an embedded run has done so far: the totals that its progress line, its statistics log
-and its closing summary report."""
+"""What an embedded run has done so far, for its progress line, statistics and summary."""
 
 from __future__ import annotations
 
@@ -10,6 +9,10 @@ from typing import Any
 from ..detection import BatchResult
 
 __all__ = ["RunSummary"]
+
+#: the counts a run sums from its batches' results (BatchResult has each of them)
+_FROM_BATCHES = ("documents", "repeats", "duplicates", "merges", "candidates", "pairs_estimated")
+_JSON_NAMES = {"merges": "cluster_merges"}
 
 
 @dataclass(slots=True)
@@ -27,22 +30,13 @@ class RunSummary:
     def add(self, result: BatchResult) -> None:
         """Count a detected batch (its records are its documents and repeats)."""
         self.records += result.documents + result.repeats
-        self.documents += result.documents
-        self.repeats += result.repeats
-        self.duplicates += result.duplicates
-        self.merges += result.merges
-        self.candidates += result.candidates
-        self.pairs_estimated += result.pairs_estimated
+        for name in _FROM_BATCHES:
+            setattr(self, name, getattr(self, name) + getattr(result, name))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "records": self.records,
-            "documents": self.documents,
-            "repeats": self.repeats,
-            "duplicates": self.duplicates,
-            "cluster_merges": self.merges,
-            "candidates": self.candidates,
-            "pairs_estimated": self.pairs_estimated,
+            **{_JSON_NAMES.get(name, name): getattr(self, name) for name in _FROM_BATCHES},
             "dead_letters": sum(self.dead_letters.values()),
             "dead_letter_reasons": dict(sorted(self.dead_letters.items())),
             "seconds": round(self.seconds, 3),

@@ -1,3 +1,5 @@
+"""The canonical form: markup, case, punctuation and white space left out."""
+
 from __future__ import annotations
 
 import re

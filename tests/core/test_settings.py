@@ -1,3 +1,5 @@
+"""Settings: validation naming the bad value, band choice, JSON round trip."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,3 +1,5 @@
+"""Shingling: sets of w-token fingerprints, vectorised over a batch."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,3 +1,5 @@
+"""The store fixture: every backend, for the Store contract suite."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,3 +1,5 @@
+"""The state's tables: settings, codec round trips, posting indexes, union-find, documents."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime

