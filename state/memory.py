@@ -33,6 +33,14 @@ class MemoryStore(Store):
         for key, value in sorted(self._table(table).items()):
             yield bytes(key), bytes(value)
 
+    def scan(
+        self, table: Table, start: bytes = b"", limit: int | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        values = self._table(table)
+        keys = sorted(key for key in values if key >= start)
+        for key in keys if limit is None else keys[:limit]:
+            yield bytes(key), bytes(values[key])
+
     def write(self, changes: Changes) -> None:
         tables = {name: self._table(name) for name in changes}  # check every name first
         for name, updates in changes.items():

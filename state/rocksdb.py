@@ -65,6 +65,7 @@ class RocksDBOptions:
                 "docs": 8,
                 "parents": 8,
                 "clusters": 8,
+                "ring": 8,
             }
         )
     )
@@ -78,6 +79,10 @@ class RocksDBOptions:
     #: tables whose values are mostly random bytes (sketches): a codec finds nothing to take
     #: out, and trying costs flush time
     uncompressed_tables: frozenset[Table] = frozenset({"docs"})
+    #: RocksDB's own diagnostic logs (LOG, LOG.old.*) kept in the state directory: each
+    #: opening of the state starts a new one, and by default a thousand are kept; the
+    #: latest is what a diagnosis needs
+    info_log_files: int = 1
     #: bits per key of each table file's Bloom filter: most index lookups are for keys never
     #: seen, and the filter answers those without reading blocks
     bloom_bits_per_key: int = 10
@@ -98,6 +103,10 @@ class RocksDBOptions:
                     f"RocksDBOptions({name}={value!r}): use a size in bytes of at least 1 MiB "
                     f"(1 << 20); the default is {getattr(RocksDBOptions(), name)}"
                 )
+        if not isinstance(self.info_log_files, int) or self.info_log_files < 1:
+            raise StateError(
+                f"RocksDBOptions(info_log_files={self.info_log_files!r}): keep at least 1"
+            )
         if not isinstance(self.hash_buckets, int) or self.hash_buckets < 1:
             raise StateError(
                 f"RocksDBOptions(hash_buckets={self.hash_buckets!r}): use a positive integer"
@@ -153,6 +162,7 @@ def _database_options(settings: RocksDBOptions, block_cache: Any) -> Any:
     """The options of the database as a whole (and of its default table)."""
     options = _options(settings, block_cache)
     options.set_max_total_wal_size(settings.log_bytes)
+    options.set_keep_log_file_num(settings.info_log_files)
     return options
 
 
@@ -213,6 +223,20 @@ class RocksDBStore(Store):
     def items(self, table: Table) -> Iterator[tuple[bytes, bytes]]:
         for key, value in self._family(table).items(read_opt=_total_order()):
             yield bytes(key), bytes(value)
+
+    def scan(
+        self, table: Table, start: bytes = b"", limit: int | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        if limit is not None and limit <= 0:
+            return
+        read = ReadOptions()
+        read.set_total_order_seek(True)  # a seek in a table with a prefix extractor, too
+        for count, (key, value) in enumerate(
+            self._family(table).items(from_key=start, read_opt=read), start=1
+        ):
+            yield bytes(key), bytes(value)
+            if count == limit:
+                return
 
     def keys(self, table: Table) -> Iterator[bytes]:
         # without the values: reading an index's keys (the key filter) copies no postings

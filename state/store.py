@@ -21,9 +21,11 @@ Table = Literal[
     "supershingles",  # super-shingle -> posting list of doc ids
     "shingles",  # short-document shingle -> posting list of doc ids
     "stopkeys",  # index name + key -> how many documents asked for it
-    "parents",  # doc id -> parent doc id (union-find; roots have none)
+    "parents",  # doc id -> parent doc id and next member (union-find; roots have none)
     "clusters",  # root doc id -> ClusterInfo (clusters of two or more)
     "urls",  # url -> every (fetched_at, doc id) seen for it
+    "ring",  # cluster root -> next member of its cluster's circular list
+    "sizes",  # inverted size + root id -> marker: clusters of two or more, largest first
 ]
 TABLES: tuple[Table, ...] = get_args(Table)
 
@@ -45,6 +47,13 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def items(self, table: Table) -> Iterator[tuple[bytes, bytes]]:
         """Every key and value of a table, in ascending key order."""
+
+    @abc.abstractmethod
+    def scan(
+        self, table: Table, start: bytes = b"", limit: int | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Keys at or after ``start`` with their values, in ascending key order, at most
+        ``limit`` of them: what a query reads instead of a whole table."""
 
     def keys(self, table: Table) -> Iterator[bytes]:
         """Every key of a table, in ascending order."""

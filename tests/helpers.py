@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from neardup.core import Page
-from neardup.state import State
+from neardup.state import DocRecord, State, StateView
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "samples" / "pages.jsonl"
@@ -42,3 +42,15 @@ def partition(state: State) -> set[frozenset[str]]:
     from neardup.streams.running.reports import cluster_lines
 
     return {frozenset(line["members"]) for line in cluster_lines(state)}
+
+
+def merge_edges(view: StateView, count: int, edges: list[tuple[int, int]]) -> None:
+    """Documents 1..count (no sketches), then each edge (0-based) joined in union-find, the
+    older root surviving, as the detector joins them."""
+    for doc_id in range(1, count + 1):
+        view.documents.put(doc_id, DocRecord(f"u{doc_id}", "", 1, np.zeros(0, np.uint32)))
+    clusters = view.clusters
+    for a, b in edges:
+        ra, rb = clusters.find(a + 1), clusters.find(b + 1)
+        survivor, retired = sorted((ra, rb), key=clusters.age)
+        clusters.merge(survivor, retired)

@@ -232,6 +232,44 @@ COMMANDS = (
         handlers.query,
     ),
     Command(
+        "history",
+        "how a URL's page changed: its versions, each with its resemblance to the one before",
+        (_STATE, Option("url", "a URL the state has seen", metavar="URL")),
+        handlers.history,
+    ),
+    Command(
+        "fold",
+        "fold near-duplicates out of a ranked result list, keeping the order of the heads",
+        (
+            _STATE,
+            Option(
+                "ranked",
+                "one item a line, best first: a URL the state has seen, or an inline page as "
+                "an input record (JSON object); - for stdin",
+                metavar="FILE|-",
+            ),
+            Option(
+                "threshold",
+                "resemblance at which a later item folds under a head",
+                flags=("--threshold",),
+                convert=to_float,
+                metavar="T",
+                shown="the state's threshold",
+            ),
+            Option(
+                "max_items",
+                "refuse longer lists",
+                flags=("--max-items",),
+                convert=to_int,
+                default=1000,
+                metavar="N",
+            ),
+        ),
+        handlers.fold,
+        "Prints one group a line: its head (the highest-ranked member) and the near-duplicates "
+        "folded under it (same cluster, or estimated resemblance at or above the threshold).",
+    ),
+    Command(
         "stats",
         "documents, clusters, largest clusters, stop keys, disk use",
         (_STATE,),

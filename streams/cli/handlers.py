@@ -11,16 +11,18 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
 
-from neardup.core import NeardupError, Page, Settings
+from neardup.core import BadRecordError, NeardupError, Page, Settings, page_from_json
 from neardup.state import State
 
 from ..kafka.config import WorkerConfig, detector_dir
-from ..running import embedded, reports
+from ..running import embedded, queries, reports
 from ..running.progress import Progress, RunObserver, StatsLog
 
 __all__ = [
     "clusters",
     "events",
+    "fold",
+    "history",
     "publish",
     "query",
     "run",
@@ -121,7 +123,7 @@ def query(args: argparse.Namespace) -> int:
     with _existing_state(args.state) as state:
         target: str = args.target
         if target != "-" and not os.path.exists(target) and "://" in target:
-            _print_json(reports.lost_and_found(state, target, args.limit))
+            _print_json(queries.lost_and_found(state, target, args.limit))
             return 0
         raw = sys.stdin.buffer.read() if target == "-" else Path(target).read_bytes()
         page = Page(
@@ -130,6 +132,40 @@ def query(args: argparse.Namespace) -> int:
         for line in reports.similar_to_content(state, page, args.limit, args.min_resemblance):
             _print_json(line)
     return 0
+
+
+def history(args: argparse.Namespace) -> int:
+    with _existing_state(args.state) as state:
+        _print_json(queries.history(state, args.url))
+    return 0
+
+
+def fold(args: argparse.Namespace) -> int:
+    """One group per line, in the order of their heads."""
+    items: list[str | Page] = []
+    with _input(args.ranked) as lines:
+        for number, line in enumerate(lines, start=1):
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith(b"{"):
+                try:
+                    items.append(page_from_json(text))
+                except BadRecordError as error:
+                    raise NeardupError(f"{args.ranked} line {number}: {error}") from error
+            else:
+                items.append(text.decode("utf-8", "replace"))
+    if len(items) > args.max_items:
+        raise NeardupError(f"{len(items)} items to fold, over --max-items {args.max_items}")
+    with _existing_state(args.state) as state:
+        threshold = state.settings.threshold if args.threshold is None else args.threshold
+        for group in queries.fold(state, items, threshold):
+            _print_json(group)
+    return 0
+
+
+def _input(name: str) -> IO[bytes]:
+    return sys.stdin.buffer if name == "-" else open(name, "rb")
 
 
 def stats(args: argparse.Namespace) -> int:

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from neardup.core import Page, Preparer, estimate
-from neardup.state import State, StateView
+from neardup.core import Page, Preparer
+from neardup.state import State
 
 from ..detection import Match, find_similar, format_id
-from ..detection.stages import stored_sketch
 
-__all__ = ["cluster_lines", "lost_and_found", "similar_to_content", "statistics"]
+__all__ = ["cluster_lines", "similar_to_content", "statistics"]
 
 
 def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[dict[str, Any]]:
@@ -34,21 +33,20 @@ def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[di
 
 
 def statistics(state: State, top: int = 10) -> dict[str, Any]:
+    """The state as a whole: counters, clusters, the largest ones (from the size index), stop
+    keys and disk use. It counts clusters and stop keys by reading their tables whole: a
+    report, not a query."""
     view = state.view()
-    roots = sorted(view.clusters.roots(), key=lambda item: (-item[1].size, item[0]))
+    roots = list(view.clusters.roots())
     stop_keys = sorted(
         ((int.from_bytes(raw, "big"), key) for key, raw in state.store.items("stopkeys")),
         reverse=True,
     )
     largest = []
-    for root, info in roots[:top]:
-        record = view.documents.get(root)
+    for root, size in view.clusters.largest(top):
+        ref = view.documents.ref(root)
         largest.append(
-            {
-                "cluster": format_id(root),
-                "size": info.size,
-                "first_url": record.url if record else None,
-            }
+            {"cluster": format_id(root), "size": size, "first_url": ref.url if ref else None}
         )
     disk = state.store.disk_bytes()
     documents = view.counters.get("documents")
@@ -100,45 +98,3 @@ def similar_to_content(state: State, page: Page, limit: int, floor: float) -> li
     return [
         _match_json(m) for m in find_similar(state.view(), prepared, state.settings, floor)[:limit]
     ]
-
-
-def lost_and_found(state: State, url: str, limit: int) -> dict[str, Any]:
-    """Where did a URL's content go? The other URLs of its latest version's cluster, by
-    resemblance to that version (the newest first among equals)."""
-    view: StateView = state.view()
-    versions = view.urls.versions(url)
-    if not versions:
-        return {"url": url, "known": False, "versions": [], "found": []}
-    doc_id = versions[-1][1]
-    owner = view.documents.sketch_owner(doc_id)
-    root = view.clusters.find(doc_id)
-    members = view.clusters.members().get(root, [doc_id])
-    found: list[dict[str, Any]] = []
-    if owner is not None:
-        mine = stored_sketch(owner[1], state.settings)
-        for member in members:
-            record = view.documents.get(member)
-            other = view.documents.sketch_owner(member)
-            if record is None or other is None or record.url == url:
-                continue
-            e = estimate(mine, stored_sketch(other[1], state.settings))
-            found.append(
-                {
-                    "url": record.url,
-                    "fetched_at": record.fetched_at or None,
-                    "id": format_id(member),
-                    "resemblance": round(e.resemblance, 4),
-                    "containment": round(e.containment, 4),
-                }
-            )
-    found.sort(key=lambda item: str(item["fetched_at"] or ""), reverse=True)  # newest first ...
-    found.sort(
-        key=lambda item: -float(item["resemblance"])
-    )  # ... among equally similar (stable sort)
-    return {
-        "url": url,
-        "known": True,
-        "versions": [{"fetched_at": f or None, "id": format_id(d)} for f, d in versions],
-        "cluster": format_id(root),
-        "found": found[:limit],
-    }

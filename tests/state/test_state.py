@@ -31,6 +31,8 @@ from neardup.state.codec import (
     fetched_at_to_micros,
 )
 
+from tests.helpers import merge_edges
+
 
 def _add(index: PostingIndex, keys: npt.NDArray[np.uint32], doc_id: int, size: int) -> set[int]:
     """Post one document under each key; the documents that were already there."""
@@ -359,3 +361,41 @@ def test_cluster_age_orders_as_fetched_at_strings(moments: list[datetime | None]
         assert by_age == sorted(stamps, key=lambda doc_id: (stamps[doc_id], doc_id))
         assert view.clusters.merge(by_age[0], by_age[1]) == 2
         assert view.clusters.info(by_age[0]) == ClusterInfo(2, stamps[by_age[0]])
+
+
+@given(
+    st.integers(2, 14).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=25),
+        )
+    )
+)
+def test_member_rings_and_the_size_index_follow_every_merge(
+    graph: tuple[int, list[tuple[int, int]]],
+) -> None:
+    count, edges = graph
+    with State.open(None) as state:
+        view = state.view()
+        merge_edges(view, count, edges)
+        view.commit()
+        view = state.view()
+        groups = view.clusters.members()
+        for root, members in groups.items():
+            walked, cursor = view.clusters.members_of(root)
+            assert cursor is None and sorted(walked) == members and walked[0] == root
+            paged: list[int] = []
+            page, cursor = view.clusters.members_of(root, limit=2)
+            while True:
+                paged += page
+                if cursor is None:
+                    break
+                page, cursor = view.clusters.members_of(root, after=cursor, limit=2)
+            assert paged == walked
+        singles = set(range(1, count + 1)) - {m for ms in groups.values() for m in ms}
+        for single in singles:
+            assert view.clusters.members_of(single) == ([single], None)
+        expected = sorted(
+            ((len(ms), root) for root, ms in groups.items()), key=lambda s: (-s[0], s[1])
+        )
+        assert [(size, root) for root, size in view.clusters.largest(count)] == expected

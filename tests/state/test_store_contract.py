@@ -205,3 +205,19 @@ def test_rocksdb_options_do_not_change_what_is_stored(tmp_path: Path) -> None:
         rocks.write({"docs": {b"k": b"v"}, "meta": {b"m": b"1"}})
     with RocksDBStore(tmp_path / "db") as reopened:
         assert reopened.get("docs", b"k") == b"v" and reopened.get("meta", b"m") == b"1"
+
+
+def test_scan_reads_in_order_from_a_key_up_to_a_limit(store: Store) -> None:
+    keys = [bytes([a, b]) for a in (1, 3, 2) for b in (9, 0)]
+    store.write({"sizes": {key: b"v" + key for key in keys}, "ring": {b"\x05" * 8: b"x"}})
+    everything = [key for key, _ in store.scan("sizes")]
+    assert everything == sorted(keys)
+    assert [key for key, _ in store.scan("sizes", start=b"\x02\x05")] == sorted(keys)[3:]
+    assert list(store.scan("sizes", start=b"\x02", limit=2)) == [
+        (b"\x02\x00", b"v\x02\x00"),
+        (b"\x02\x09", b"v\x02\x09"),
+    ]
+    assert list(store.scan("sizes", limit=0)) == []
+    assert list(store.scan("sizes", start=b"\x09")) == []
+    # a table with hashed keys (RocksDB: a prefix extractor) is read in order too
+    assert [key for key, _ in store.scan("ring")] == [b"\x05" * 8]

@@ -187,3 +187,44 @@ def test_run_logs_statistics_per_stretch_and_at_the_end(tmp_path: Path) -> None:
     )
     refused = neardup("run", "--state", str(tmp_path / "other"), "--stats-every", "0", str(SAMPLE))
     assert refused.returncode == 2 and "--stats-every 0 must be at least 1" in refused.stderr
+
+
+def test_history_and_fold_commands(state: Path, tmp_path: Path) -> None:
+    clusters = _clusters(state)
+    members = clusters[0]["members"]
+    history = subprocess.run(
+        [sys.executable, "-m", "neardup.streams", "history", "--state", str(state), members[0]],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(history.stdout)["known"] is True
+    ranked = tmp_path / "ranked.txt"
+    inline = json.dumps({"url": "https://inline.example/", "content": "a page of its own words"})
+    ranked.write_text("\n".join([members[0], "https://unknown.example/", *members[1:], inline]))
+    folded = subprocess.run(
+        [sys.executable, "-m", "neardup.streams", "fold", "--state", str(state), str(ranked)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    groups = [json.loads(line) for line in folded.stdout.splitlines()]
+    assert [g["head"]["url"] for g in groups[:2]] == [members[0], "https://unknown.example/"]
+    assert {f["url"] for f in groups[0]["folded"]} == set(members[1:])
+    assert groups[-1]["head"]["url"] == "https://inline.example/"
+    too_many = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.streams",
+            "fold",
+            "--state",
+            str(state),
+            "--max-items",
+            "2",
+            str(ranked),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert too_many.returncode == 2 and "over --max-items 2" in too_many.stderr

@@ -6,11 +6,11 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import Page, Preparer, Settings
-from neardup.state import DocRecord, State
+from neardup.state import State
 from neardup.streams import ClusterMerged, Detector, Duplicate
 from neardup.streams.detection import METHODS
 
-from tests.helpers import VOCABULARY, family_pages, partition
+from tests.helpers import VOCABULARY, family_pages, merge_edges, partition
 
 
 @given(
@@ -32,13 +32,8 @@ def test_union_find_partition_and_ids_do_not_depend_on_edge_order(
     for order in (edges, shuffled):
         with State.open(None) as state:
             view = state.view()
-            for doc_id in range(1, count + 1):
-                view.documents.put(doc_id, DocRecord(f"u{doc_id}", "", 1, np.zeros(0, np.uint32)))
+            merge_edges(view, count, order)
             clusters = view.clusters
-            for a, b in order:
-                ra, rb = clusters.find(a + 1), clusters.find(b + 1)
-                survivor, retired = sorted((ra, rb), key=clusters.age)
-                clusters.merge(survivor, retired)
             groups = {doc: clusters.find(doc) for doc in range(1, count + 1)}
             results.append(groups)
             sizes = {root: clusters.info(root).size for root in set(groups.values())}
