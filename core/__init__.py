@@ -1,4 +1,4 @@
-"""neardup.core: the pure part. Pages to canonical tokens, shingles, sketches and estimates.
+"""neardup.core: the pure part, from pages to canonical tokens, shingles, sketches and estimates.
 
 Nothing here does I/O; everything works on whole batches with numpy.
 """

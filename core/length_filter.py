@@ -1,7 +1,7 @@
 """The length filter: pairs whose sizes alone rule out resemblance T, before any sketch is read.
 
-The length filter, before a candidate's sketch is read: J(A, B) <= min(|A|, |B|) / max(|A|,
-|B|), so two documents can resemble at T only if their sizes are within a factor T.
+Resemblance is bounded by the sizes alone: J(A, B) <= min(|A|, |B|) / max(|A|, |B|), so two
+documents can resemble at T only if their sizes are within a factor T.
 
 The super-shingle index keeps each document's size in one byte, a size class: exact below 32
 shingles, then classes 2^(1/16) (4.4 %) wide; the last one, from about 500,000 shingles, is

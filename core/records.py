@@ -79,7 +79,7 @@ def _check_text(name: str, value: str) -> None:
     if b"\x00" in encoded:
         raise BadRecordError("binary_content", f"{name} holds NUL characters: binary data")
     sample = encoded[:65536]
-    # bytes.translate deletes in one C loop (a regex search took 3x as long)
+    # counted by what bytes.translate deletes: one C loop, with none of a regex's per-match work
     controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
     if controls > _MAX_CONTROL_SHARE * len(sample):
         raise BadRecordError("binary_content", f"{name} is mostly control characters: binary data")
@@ -132,8 +132,8 @@ def page_from_json(line: bytes | str, max_bytes: int = DEFAULT_MAX_RECORD_BYTES)
     return page_from_mapping(record)
 
 
-# msgspec decodes a record 2.4x faster than the json module, into the same objects; whatever
-# it refuses is decoded (or refused, with the same reason) by the json module
+# msgspec decodes a record faster than the json module, into the same objects; whatever it
+# refuses is decoded (or refused, with the same reason) by the json module
 _decode_json = msgspec.json.Decoder().decode
 
 

@@ -148,8 +148,8 @@ def pack_sample(values: npt.NDArray[np.uint32]) -> bytes:
 
 
 def unpack_samples(parts: Sequence[bytes | memoryview]) -> Samples:
-    """Stored sketches (``pack_sample``) decoded together: one numpy call for all of them
-    instead of a few per candidate (each costs about a microsecond)."""
+    """Stored sketches (``pack_sample``) decoded together: one numpy call for all of them, as
+    numpy's fixed cost per call outweighs the decoding of one sketch."""
     lengths = np.fromiter((len(part) >> 2 for part in parts), np.int64, len(parts))
     values = np.frombuffer(b"".join(parts), "<u4").astype(np.uint32, copy=False)
     return Samples(values, lengths)

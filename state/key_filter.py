@@ -1,12 +1,11 @@
 """Which keys an index may hold, answered in memory: a Bloom filter that grows with the index.
 
-Most keys a document brings to the super-shingle index are new to it (three in four, even on
-a large state). RocksDB answers such a key from its own Bloom filter, but only after a call
-through rocksdict that holds the GIL, one per key; this filter
-answers a whole batch in a few numpy operations, so the store is asked only for keys it may
-hold. It has no false negatives: a key added is always reported. A few percent of absent keys
-are reported too (each full stage adds under 1 %), and cost the store read they would have cost
-anyway.
+Most keys a document brings to the super-shingle index are new to it, even on a large state.
+RocksDB answers such a key from its own Bloom filter, but only after a call through rocksdict
+that holds the GIL, one per key; this filter answers a whole batch in a few numpy operations,
+so the store is asked only for keys it may hold. It has no false negatives: a key added is
+always reported. A few percent of absent keys are reported too (each full stage adds under 1 %),
+and cost the store read they would have cost anyway.
 
 It is blocked (all bits of a key in one 64-bit word: one memory access per key) and scalable
 (Almeida et al., "Scalable Bloom Filters", 2007): when a stage holds its capacity, later keys go

@@ -45,7 +45,8 @@ class RocksDBOptions:
     #: memtable size of a hashed table: a hash memtable is sorted when flushed, and a small
     #: one sorts in cache and leaves less to flush when the state closes
     hashed_write_buffer_bytes: int = 4 * _MB
-    #: all memtables together
+    #: all memtables together: RocksDB sets no such bound, so memory would grow with the
+    #: number of tables being written
     all_write_buffers_bytes: int = 64 * _MB
     #: one block cache shared by every table (by default each table gets its own)
     block_cache_bytes: int = 32 * _MB
@@ -54,8 +55,8 @@ class RocksDBOptions:
     #: for a restart to replay, up to four times all write buffers
     log_bytes: int = 128 * _MB
     #: tables read by point lookups of fixed-length keys and listed whole only by reports,
-    #: with their key length: hash memtables instead of skip lists halve the time RocksDB
-    #: spends in their writes and reads
+    #: with their key length: a hash memtable finds such a key in its bucket where a skip
+    #: list searches in order, and rocksdict holds the GIL through every read
     hashed_tables: Mapping[Table, int] = field(
         default_factory=lambda: MappingProxyType(
             {
@@ -69,12 +70,15 @@ class RocksDBOptions:
             }
         )
     )
-    #: buckets of each hash memtable
+    #: buckets of each hash memtable: of the order of the index entries a full one holds,
+    #: so that a lookup walks a short chain
     hash_buckets: int = 1 << 16
-    #: file size and base level size of the hashed tables: their keys are random, so every
-    #: file of a level spans the whole key range and a compaction rewrites all of a level
-    #: it overlaps; small files and a small base level bound that rewrite
+    #: file size of the hashed tables: their keys are random, so every file of a level spans
+    #: the whole key range and a compaction rewrites all of a level it overlaps; small files
+    #: bound that rewrite
     hashed_file_bytes: int = 8 * _MB
+    #: base level size of the hashed tables, small for the same reason (RocksDB's default
+    #: of 256 MB would be rewritten whole by each compaction into it)
     hashed_level_base_bytes: int = 32 * _MB
     #: tables whose values are mostly random bytes (sketches): a codec finds nothing to take
     #: out, and trying costs flush time
