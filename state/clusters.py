@@ -19,12 +19,18 @@ from collections.abc import Iterator
 
 from .codec import ClusterInfo, decode_id, encode_id, fetched_at_from_micros
 from .documents import Documents
+from .meta import Counters
 from .transaction import Transaction
 
-__all__ = ["Clusters"]
+__all__ = ["Clusters", "size_class"]
 
 _INVERTED = (1 << 64) - 1
 _PRESENT = b"\x01"  # stored values are never empty
+
+
+def size_class(size: int) -> int:
+    """The power-of-two class of a cluster size: 2-3 is class 1, 4-7 class 2, and so on."""
+    return size.bit_length() - 1
 
 
 def _size_key(size: int, root: int) -> bytes:
@@ -36,6 +42,7 @@ class Clusters:
     def __init__(self, tx: Transaction, documents: Documents) -> None:
         self._tx = tx
         self._documents = documents
+        self._counters = Counters(tx)
 
     def _parent(self, doc_id: int) -> int | None:
         raw = self._tx.get("parents", encode_id(doc_id))
@@ -88,7 +95,29 @@ class Clusters:
             if old > 1:
                 self._tx.delete("sizes", _size_key(old, root))
         self._tx.put("sizes", _size_key(size, survivor), _PRESENT)
+        self._count(kept_size, retired_size, size)
         return size
+
+    def _count(self, kept_size: int, retired_size: int, size: int) -> None:
+        """The gauges a scrape reads instead of the tables: clusters of two or more, the
+        documents in them, and clusters per size class."""
+        changes: dict[str, int] = defaultdict(int)
+        changes["clusters"] = 1 - (kept_size > 1) - (retired_size > 1)
+        changes["documents_in_clusters"] = (kept_size == 1) + (retired_size == 1)
+        for old in (kept_size, retired_size):
+            if old > 1:
+                changes[f"cluster_sizes:{size_class(old)}"] -= 1
+        changes[f"cluster_sizes:{size_class(size)}"] += 1
+        self._counters.add_many(changes)
+
+    def size_classes(self) -> dict[int, int]:
+        """Clusters of two or more per size class (``size_class``), from stored counters."""
+        prefix = "cluster_sizes:"
+        return {
+            int(name[len(prefix) :]): count
+            for name, count in self._counters.with_prefix(prefix).items()
+            if count
+        }
 
     def _next(self, doc_id: int) -> int:
         """The member after ``doc_id`` in its cluster's ring. A member that has a parent keeps

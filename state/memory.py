@@ -51,6 +51,9 @@ class MemoryStore(Store):
                 else:
                     target[key] = bytes(value)
 
+    def catch_up(self) -> None:
+        pass  # the only writer is this process
+
     def flush_in_background(self) -> None:
         if self._tables is None:
             raise RuntimeError("the store is closed")  # and there is no disk to write to

@@ -12,7 +12,7 @@ from .transaction import Transaction
 __all__ = ["FORMAT_VERSION", "Counters", "LogOffsets", "check_or_store_settings"]
 
 #: Bumped whenever a stored layout changes incompatibly.
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 
 
 def check_or_store_settings(store: Store, settings: Settings | None) -> Settings:
@@ -55,7 +55,9 @@ def check_or_store_settings(store: Store, settings: Settings | None) -> Settings
 
 
 class Counters:
-    """Named monotonic counters kept in the meta table, updated inside transactions."""
+    """Named counters kept in the meta table, updated inside transactions: totals that only
+    grow (documents, merges) and gauges kept up to date by the tables they describe
+    (clusters, index keys), so a scrape reads a few keys instead of whole tables."""
 
     def __init__(self, tx: Transaction) -> None:
         self._tx = tx
@@ -71,9 +73,21 @@ class Counters:
             )
 
     def add_many(self, amounts: Mapping[str, int]) -> None:
-        """Add to several counters at once (a batch's counts)."""
+        """Add to several counters at once (a batch's counts); a negative amount lowers a
+        gauge (clusters, documents in clusters)."""
         for name, amount in amounts.items():
             self.add(name, amount)
+
+    def with_prefix(self, prefix: str) -> dict[str, int]:
+        """Every committed counter whose name starts with ``prefix``, by name: one ordered
+        read of the meta table from the prefix on."""
+        start = b"count:" + prefix.encode()
+        found: dict[str, int] = {}
+        for key, raw in self._tx.store.scan("meta", start):
+            if not key.startswith(start):
+                break
+            found[key[len(b"count:") :].decode()] = int.from_bytes(raw, "big")
+        return found
 
 
 class LogOffsets:

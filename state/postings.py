@@ -24,6 +24,7 @@ from neardup.core import StateError
 
 from .codec import EntryLayout, Postings
 from .key_filter import KeyFilter
+from .meta import Counters
 from .store import Store
 from .transaction import Transaction
 
@@ -224,7 +225,10 @@ class PostingIndex:
         stored = self._stored(carried.keys, keys, key_filter)
         # the common case, a key new to the index carried by one document: packed in one go
         absent = np.fromiter((raw is None for raw in stored), np.bool_, len(stored))
-        if key_filter is not None:  # every absent key is written below
+        new_keys = int(np.count_nonzero(absent))
+        if new_keys:  # every absent key is written below
+            Counters(self._tx).add(f"index_keys:{self._table}", new_keys)
+        if key_filter is not None:
             key_filter.add(carried.keys[absent])
         new = absent & (carried.counts == 1)
         only = carried.order[carried.starts[new]]  # each new key's one carrier
@@ -298,7 +302,7 @@ class PostingIndex:
             postings = Postings.decode(raw, self._layout)
             for owner, _ in owners:
                 stopped[owner] += 1
-            self._mark_stop(key, postings.requests + len(owners))
+            self._mark_stop(key, postings.requests + len(owners), new=False)
             return
         # bytes, not arrays: most lists are short, and numpy's set-up would cost more
         value = raw or b""
@@ -352,7 +356,9 @@ class PostingIndex:
             stopped=stopped,
         )
 
-    def _mark_stop(self, key: bytes, requests: int) -> None:
+    def _mark_stop(self, key: bytes, requests: int, new: bool = True) -> None:
+        if new:
+            Counters(self._tx).add(f"stop_keys:{self._table}")
         self._tx.put(self._table, key, Postings.stop(requests))
         self._tx.put("stopkeys", self._table.encode() + b":" + key, requests.to_bytes(8, "big"))
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 
 from neardup.core import StateError
 from rocksdict import (
+    AccessType,
     BlockBasedOptions,
     Cache,
     DBCompressionType,
@@ -180,20 +183,45 @@ def _total_order() -> Any:
 
 
 class RocksDBStore(Store):
-    """State in a RocksDB directory; a second process opening the same directory is refused."""
+    """State in a RocksDB directory; a second process opening the same directory is refused.
 
-    def __init__(self, path: str | os.PathLike[str], options: RocksDBOptions | None = None) -> None:
+    With ``follow``, the store is a follower instead (a RocksDB secondary instance, with its
+    own files in a temporary directory): it reads a state that another process may be
+    writing, sees the writes made since with ``catch_up``, never writes, and never creates a
+    state."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        options: RocksDBOptions | None = None,
+        follow: bool = False,
+    ) -> None:
         tuning = RocksDBOptions() if options is None else options
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.follower = follow
+        self._follower_dir: str | None = None
+        access = None
+        if not follow:
+            self.path.mkdir(parents=True, exist_ok=True)
+        elif not (self.path / "CURRENT").exists():
+            raise StateError(
+                f"there is no state in {self.path} to read: start the writer "
+                f"(`neardup run --state {self.path} ...` or a worker) first"
+            )
+        else:
+            self._follower_dir = tempfile.mkdtemp(prefix="neardup-follower-")
+            access = AccessType.secondary(self._follower_dir)
         try:
             cache = Cache(tuning.block_cache_bytes)
             # RocksDB opens a database only with all of its column families: a table an older
             # version kept is opened too (and left alone), so that the format check can speak
             existing = Rdict.list_cf(str(self.path)) if (self.path / "CURRENT").exists() else []
+            database = _database_options(tuning, cache)
+            if follow:  # a secondary instance keeps every table file open (RocksDB's advice)
+                database.set_max_open_files(-1)
             self._db: Any = Rdict(
                 str(self.path),
-                _database_options(tuning, cache),
+                database,
                 column_families={
                     name: _options(
                         tuning,
@@ -203,8 +231,10 @@ class RocksDBStore(Store):
                     )
                     for name in {*TABLES, *existing} - {"default"}
                 },
+                **({} if access is None else {"access_type": access}),
             )
         except Exception as error:
+            self._remove_follower_dir()
             raise StateError(f"cannot open the state in {self.path}: {error}") from error
         self._families = {name: self._db.get_column_family(name) for name in TABLES}
         self._handles = {name: self._db.get_column_family_handle(name) for name in TABLES}
@@ -261,14 +291,21 @@ class RocksDBStore(Store):
         if len(batch):
             self._db.write(batch)
 
+    def catch_up(self) -> None:
+        # a writer sees its own writes already
+        if self.follower and self._db is not None:
+            self._db.try_catch_up_with_primary()
+
     def flush_in_background(self) -> None:
+        if self.follower:
+            return
         # closing flushes each table in turn while the caller waits; started early, the
         # flushes run in RocksDB's threads beside whatever comes next
         for table in TABLES:
             self._family(table).flush(wait=False)
 
     def disk_bytes(self, flush: bool = True) -> int:
-        if flush and self._db is not None:
+        if flush and self._db is not None and not self.follower:
             self._db.flush()
         total = 0
         for path in self.path.rglob("*"):
@@ -288,3 +325,9 @@ class RocksDBStore(Store):
         self._db.close()
         self._db = None
         gc.collect()  # rocksdict releases the directory lock only when the handles are freed
+        self._remove_follower_dir()
+
+    def _remove_follower_dir(self) -> None:
+        if self._follower_dir is not None:
+            shutil.rmtree(self._follower_dir, ignore_errors=True)
+            self._follower_dir = None

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from types import TracebackType
 
-from neardup.core import Settings
+from neardup.core import Settings, StateError
 
 from .clusters import Clusters
 from .codec import SHORT_ENTRY, SUPER_ENTRY
@@ -84,6 +84,24 @@ class State:
         except BaseException:
             store.close()
             raise
+
+    @classmethod
+    def follow(cls, path: str | os.PathLike[str]) -> State:
+        """A reader of the RocksDB state in ``path``, which another process may be writing
+        (``neardup serve``): ``catch_up`` shows what it wrote since. A directory that holds
+        no state is an error; a reader never creates one."""
+        store = RocksDBStore(path, follow=True)
+        try:
+            if store.get("meta", b"settings") is None:
+                raise StateError(f"{path} holds no neardup state (it has no stored settings)")
+            return cls(store)
+        except BaseException:
+            store.close()
+            raise
+
+    def catch_up(self) -> None:
+        """See the writes another process made since (a follower); nothing for a writer."""
+        self.store.catch_up()
 
     def view(self) -> StateView:
         return StateView(self.store, self.settings, self.key_filter)

@@ -73,6 +73,12 @@ class Store(abc.ABC):
         """Start writing what is buffered in memory to disk, without waiting: ``close`` waits
         for it. Reads and writes go on meanwhile."""
 
+    @abc.abstractmethod
+    def catch_up(self) -> None:
+        """A follower (a reader of a state another process writes) sees the writes made
+        since it opened or last caught up; a store that is itself the writer sees them
+        already."""
+
     def disk_bytes(self, flush: bool = True) -> int:
         """Bytes the store occupies on disk (0 for memory). With ``flush``, what is buffered in
         memory is written first: the size of the state itself, not of a moment of a run."""

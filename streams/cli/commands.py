@@ -17,6 +17,7 @@ from ..kafka.topics import DEAD_LETTER_TOPIC, EVENTS_TOPIC, PAGES_TOPIC
 from ..running.embedded import DEFAULT_BATCH_SIZE
 from ..running.prepare_work import PREPARE_MODES
 from ..running.progress import DEFAULT_STATS_EVERY
+from ..service import parse_address
 from . import handlers
 from .options import Option, to_float, to_int, with_flags
 
@@ -128,6 +129,45 @@ _BATCH_SIZE = Option(
 )
 
 
+def _address(value: str) -> tuple[str, int]:
+    try:
+        return parse_address(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+_SERVICE_GROUP = "service (metrics, dashboard and query API over HTTP; docs/service.md)"
+_HTTP = Option(
+    "http",
+    "serve /metrics, the dashboard (/) and the query API (/api/v1/) on this address while "
+    "running; port 0 picks a free one (the address is printed on stderr)",
+    flags=("--http",),
+    convert=_address,
+    env="NEARDUP_HTTP",
+    metavar="HOST:PORT",
+    shown="no server; a HOST omitted is 127.0.0.1",
+    group=_SERVICE_GROUP,
+)
+_API_TOKEN = Option(
+    "api_token",
+    "require this bearer token on every path but /healthz",
+    flags=("--api-token",),
+    env="NEARDUP_API_TOKEN",
+    metavar="TOKEN",
+    shown="none",
+    group=_SERVICE_GROUP,
+)
+_ADVERTISE = Option(
+    "advertise",
+    "the URL other workers redirect requests to when this worker holds the detector",
+    flags=("--advertise",),
+    env="NEARDUP_ADVERTISE",
+    metavar="URL",
+    shown="http://HOST:PORT of --http",
+    group=_SERVICE_GROUP,
+)
+
+
 def _output(dest: str, help: str, shown: str | None = None) -> Option:
     """A file the command writes to."""
     flag = "--" + dest.replace("_", "-")
@@ -177,9 +217,29 @@ COMMANDS = (
             _BATCH_SIZE,
             _MAX_RECORD_BYTES,
             Option("quiet", "no progress and no summary", flags=("--quiet",), switch=True),
+            _HTTP,
+            _API_TOKEN,
             *SETTING_OPTIONS,
         ),
         handlers.run,
+    ),
+    Command(
+        "serve",
+        "serve a state directory over HTTP: metrics, dashboard, query API",
+        (
+            with_flags(
+                _STATE,
+                "--state",
+                help="a state directory of `neardup run`, or a worker's (its detector/); it may "
+                "be being written",
+            ),
+            with_flags(_HTTP, "--http", required=True, shown=None),
+            _API_TOKEN,
+        ),
+        handlers.serve,
+        "Reads the state as a follower (a RocksDB secondary instance, caught up at most once a "
+        "second), so it answers while `neardup run` or a worker writes the directory. Runs until "
+        "SIGTERM/SIGINT.",
     ),
     Command(
         "clusters",
@@ -314,6 +374,9 @@ COMMANDS = (
                 default="warning",
                 metavar="LEVEL",
             ),
+            _HTTP,
+            _API_TOKEN,
+            _ADVERTISE,
             *SETTING_OPTIONS,
         ),
         handlers.worker,

@@ -6,7 +6,9 @@ import argparse
 import functools
 import json
 import os
+import signal
 import sys
+import threading
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
@@ -17,6 +19,7 @@ from neardup.state import State
 from ..kafka.config import WorkerConfig, detector_dir
 from ..running import embedded, queries, reports
 from ..running.progress import Progress, RunObserver, StatsLog
+from ..service import FollowedState, LiveState, Service
 
 __all__ = [
     "clusters",
@@ -26,11 +29,15 @@ __all__ = [
     "publish",
     "query",
     "run",
+    "serve",
     "settings_for",
     "stats",
     "worker",
     "worker_config",
 ]
+
+#: ``serve`` sees no batches: growth is that of the largest clusters, sample to sample
+_FOLLOWED = 1000
 
 _SETTING_FIELDS = (
     "shingle_size",
@@ -94,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
             stack, args.dead_letters or os.path.join(args.state, "dead-letters.jsonl")
         )
         observers: list[RunObserver] = [] if args.quiet else [Progress()]
+        service = _serve_while_running(stack, state, args)
         stats = _open_output(stack, args.stats)
         if stats is not None:
             # the files as they are: a flush per line would change the run it measures
@@ -108,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
             max_record_bytes=args.max_record_bytes,
             observers=observers,
             prepare=args.prepare,
+            listeners=() if service is None else service.listeners,
         )
         if not args.quiet:
             print(summary.describe(), file=sys.stderr)
@@ -116,6 +125,40 @@ def run(args: argparse.Namespace) -> int:
         if clusters_out is not None:
             for line in reports.cluster_lines(state):
                 _print_json(line, clusters_out)
+    return 0
+
+
+def _serve_while_running(
+    stack: ExitStack, state: State, args: argparse.Namespace
+) -> Service | None:
+    """``run --http``: the service answers from the state being written until the run ends
+    (stopped before the state closes)."""
+    if args.http is None:
+        return None
+    source = LiveState(state)
+    service = Service(source, args.http, args.api_token).start()
+    stack.callback(source.detach, "the run has ended")
+    stack.callback(service.stop)
+    print(f"neardup: serving {service.url}", file=sys.stderr, flush=True)
+    return service
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Serve a state directory (a run's, or a worker's detector) until SIGTERM/SIGINT."""
+    path = Path(args.state)
+    if not (path / "CURRENT").exists() and (detector_dir(path) / "CURRENT").exists():
+        path = detector_dir(path)
+    source = FollowedState(path)
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    try:
+        service = Service(source, args.http, args.api_token, followed=_FOLLOWED).start()
+        print(f"neardup: serving {service.url}", file=sys.stderr, flush=True)
+        stopping.wait()
+        service.stop()
+    finally:
+        source.close()
     return 0
 
 
@@ -227,6 +270,9 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         batch_size=args.batch_size,
         max_record_bytes=args.max_record_bytes,
         prepare=args.prepare,
+        http=args.http,
+        api_token=args.api_token,
+        advertise=args.advertise,
     )
 
 

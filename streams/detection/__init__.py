@@ -11,12 +11,14 @@ from .events import (
     Method,
     format_id,
 )
-from .result import BatchResult
+from .result import STAGES, BatchListener, BatchResult, Stage
 from .similar import Match, find_similar
 
 __all__ = [
     "METHODS",
     "SCHEMA_VERSION",
+    "STAGES",
+    "BatchListener",
     "BatchResult",
     "ClusterMerged",
     "Detector",
@@ -25,6 +27,7 @@ __all__ = [
     "Event",
     "Match",
     "Method",
+    "Stage",
     "find_similar",
     "format_id",
 ]

@@ -9,10 +9,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal, Protocol, get_args
 
 from .events import METHODS, Event, Method
 
-__all__ = ["BatchResult"]
+__all__ = ["STAGES", "BatchListener", "BatchResult", "Stage"]
+
+#: where a batch's time goes, in order: preparing pages (before the detector), finding
+#: candidates (fingerprints, index reads and writes, filters), verifying them, storing and
+#: joining clusters, and making the batch durable (after the detector)
+Stage = Literal["prepare", "candidates", "verify", "union", "commit"]
+STAGES: tuple[Stage, ...] = get_args(Stage)
 
 
 def _no_duplicates() -> Mapping[Method, int]:
@@ -35,6 +42,11 @@ class BatchResult:
     #: pairs whose resemblance was estimated: the work a document costs
     candidates: int = 0
     pairs_estimated: int = 0
+    #: seconds spent in the detector's own stages (candidates, verify, union); not part of
+    #: what a batch *did*, so two results compare equal without it
+    stage_seconds: Mapping[Stage, float] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False
+    )
 
     @property
     def duplicates(self) -> int:
@@ -51,3 +63,13 @@ class BatchResult:
             "candidates": self.candidates,
             "pairs_estimated": self.pairs_estimated,
         }
+
+
+class BatchListener(Protocol):
+    """What a runtime tells the service (metrics, the dashboard) as it goes."""
+
+    def batch_done(self, result: BatchResult, seconds: Mapping[Stage, float]) -> None:
+        """A batch is durable; ``seconds``: the time of each of its stages."""
+
+    def dead_letter(self, reason: str) -> None:
+        """A record was refused (``reason``: its dead letter's reason code)."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 
 import numpy as np
 from neardup.core import (
@@ -214,6 +216,7 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     joins happen in order. Only the index reads and writes are grouped, which keeps Python
     work per key to a minimum.
     """
+    started = time.perf_counter()
     view.documents.prefetch(doc.doc_id for doc in docs)
     keys = [fingerprint_keys(doc) for doc in docs]
     view.fingerprints.prefetch(key for doc_keys in keys for key, _ in doc_keys)
@@ -228,6 +231,7 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     repeats = sum(found is Admission.REPEAT for _, found in admitted)
     fresh = [doc for doc, found in admitted if found is Admission.NEW]
     candidates = batch_candidates(view, fresh, settings)
+    found = time.perf_counter()
     verified, estimated = verify_all(
         view,
         list(zip(fresh, candidates, strict=True)),
@@ -235,13 +239,14 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
         settings.threshold,
         local={doc.doc_id: doc for doc in fresh},
     )
-    matches = {doc.doc_id: found for doc, found in zip(fresh, verified, strict=True)}
+    matches = {doc.doc_id: matched for doc, matched in zip(fresh, verified, strict=True)}
+    checked = time.perf_counter()
     events: list[Event] = []
-    for doc, found in admitted:
-        if found is Admission.NEW:
+    for doc, admission in admitted:
+        if admission is Admission.NEW:
             events.extend(_store_and_join(view, doc, matches[doc.doc_id]))
-        elif isinstance(found, Twin):
-            events.extend(_store_twin(view, doc, found))
+        elif isinstance(admission, Twin):
+            events.extend(_store_twin(view, doc, admission))
     by_method = Counter(event.method for event in events if isinstance(event, Duplicate))
     result = BatchResult(
         events=tuple(events),
@@ -251,6 +256,13 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
         merges=sum(isinstance(event, ClusterMerged) for event in events),
         candidates=sum(map(len, candidates)),
         pairs_estimated=estimated,
+        stage_seconds=MappingProxyType(
+            {
+                "candidates": found - started,
+                "verify": checked - found,
+                "union": time.perf_counter() - checked,
+            }
+        ),
     )
     view.counters.add_many(result.counter_increments())
     return result

@@ -9,7 +9,7 @@ from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
 
 from ..running.embedded import DEFAULT_BATCH_SIZE
 from ..running.prepare_work import PREPARE_MODES, PrepareMode
-from .topics import DEAD_LETTER_TOPIC, EVENTS_TOPIC, PAGES_TOPIC, prepared_topic
+from .topics import DEAD_LETTER_TOPIC, EVENTS_TOPIC, PAGES_TOPIC, prepared_topic, service_topic
 
 __all__ = ["WorkerConfig", "detector_dir"]
 
@@ -40,11 +40,23 @@ class WorkerConfig:
     rebalance_timeout: float = 4.0
     #: where pages are prepared: "process" (a child process: two cores) or "thread"
     prepare: PrepareMode = "process"
+    #: the service's address (metrics, dashboard, query API), or None for no service
+    http: tuple[str, int] | None = None
+    #: the bearer token the service asks for, or None
+    api_token: str | None = None
+    #: the URL other workers redirect to while this one holds the detector (default: the
+    #: service's own address)
+    advertise: str | None = None
 
     @property
     def prepared_topic(self) -> str:
         """The one-partition log of prepared documents: the detector's input and changelog."""
         return prepared_topic(self.app_id)
+
+    @property
+    def service_topic(self) -> str:
+        """Where the worker holding the detector advertises its service."""
+        return service_topic(self.app_id)
 
     @property
     def detector_dir(self) -> Path:

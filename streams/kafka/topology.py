@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -33,11 +34,14 @@ import faust
 from neardup.core import BadRecordError, StateError
 from neardup.state import State
 
+from ..detection import Stage
 from ..running import prepare_work
 from ..running.inputs import DeadLetter
+from ..service import LiveState, Service
 from . import page_batches, transport
 from .config import WorkerConfig
 from .log_detector import LogDetector, Staged
+from .owner import OWNER_KEY, advertisement
 
 __all__ = ["build_app", "internal_topics"]
 
@@ -57,6 +61,7 @@ def internal_topics(config: WorkerConfig) -> dict[str, int]:
         config.prepared_topic: 1,
         config.events_topic: config.partitions,
         config.dead_letter_topic: 1,
+        config.service_topic: 1,
     }
 
 
@@ -78,8 +83,11 @@ def _dead_letter(message: Any, error: BadRecordError) -> bytes:
     return json.dumps(record).encode()
 
 
-def build_app(config: WorkerConfig) -> faust.App:
-    """The Faust application of one worker (every worker of a deployment builds the same)."""
+def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App:
+    """The Faust application of one worker (every worker of a deployment builds the same).
+
+    With a ``service`` (over a LiveState), the detect agent lends it the state while it holds
+    it, advertises the service's URL, and both agents feed its metrics."""
     settings = config.settings
     transport.register()
     app = faust.App(
@@ -120,6 +128,19 @@ def build_app(config: WorkerConfig) -> faust.App:
 
     async def reject(message: Any, error: BadRecordError) -> None:
         await produce(config.dead_letter_topic, message.key, _dead_letter(message, error), None)
+        if service is not None:
+            service.metrics.dead_letter(error.reason)
+
+    def measure_lag(message: Any) -> None:
+        if service is None:
+            return
+        try:
+            end = app.consumer.highwater(message.tp)
+        except Exception:  # no fetch yet for the partition: nothing to say
+            return
+        if end is not None:
+            lag = max(0, end - message.offset - 1)
+            service.metrics.consumer_lag.labels(message.topic, str(message.partition)).set(lag)
 
     @app.agent(pages)
     async def prepare(stream: Any) -> None:
@@ -128,6 +149,7 @@ def build_app(config: WorkerConfig) -> faust.App:
             loop = asyncio.get_running_loop()
             async for batch in stream.take_events(config.batch_size, within=config.batch_wait):
                 values = [event.message.value or b"" for event in batch]
+                started = time.perf_counter()
                 messages, refused = await loop.run_in_executor(
                     work,
                     page_batches.prepare_messages,
@@ -135,10 +157,17 @@ def build_app(config: WorkerConfig) -> faust.App:
                     settings_json,
                     config.max_record_bytes,
                 )
+                if service is not None:
+                    spent = time.perf_counter() - started
+                    service.metrics.stage_seconds.labels("prepare").observe(spent)
                 for index, reason, text in refused:
                     await reject(batch[index].message, BadRecordError(reason, text))
+                # the batch's oldest publication time travels as the prepared message's
+                # timestamp: the detector measures publish-to-event latency from it
+                published = min((e.message.timestamp or time.time()) for e in batch)
                 for message in messages:
-                    await produce(log_name, None, message, 0)
+                    await app.producer.send(log_name, None, message, 0, published, None)
+                measure_lag(batch[-1].message)
 
     @app.agent(prepared)
     async def detect(stream: Any) -> None:
@@ -155,13 +184,24 @@ def build_app(config: WorkerConfig) -> faust.App:
                 await stop_worker(error)
                 return
             detector = LogDetector(state, log_name)
+            await lend(state)
             try:
                 async for batch in stream.take_events(_DETECT_MESSAGES, within=config.batch_wait):
                     await detect_batch(detector, batch, run)
             except StateError as error:
                 await stop_worker(error)
             finally:
+                if service is not None and isinstance(service.source, LiveState):
+                    await run(service.source.detach, "this worker no longer holds the detector")
                 await run(state.close)
+
+    async def lend(state: State) -> None:
+        """Serve queries from the state while this worker holds it, and say so."""
+        if service is None or not isinstance(service.source, LiveState):
+            return
+        service.source.attach(state)
+        url = config.advertise or service.url
+        await produce(config.service_topic, OWNER_KEY, advertisement(url), 0)
 
     async def detect_batch(
         detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]
@@ -179,7 +219,22 @@ def build_app(config: WorkerConfig) -> faust.App:
             key = str(data["cluster"]).encode()
             await produce(config.events_topic, key, json.dumps(data).encode(), None)
         await app.producer.flush()  # events out before the state says "done"
+        committing = time.perf_counter()
         await run(detector.commit, staged)
+        if service is not None:
+            seconds: dict[Stage, float] = {
+                **staged.result.stage_seconds,
+                "commit": time.perf_counter() - committing,
+            }
+            for listener in service.listeners:
+                listener.batch_done(staged.result, seconds)
+            now = time.time()
+            for event in batch:
+                if event.message.timestamp:
+                    service.metrics.publish_to_event.observe(
+                        max(0.0, now - event.message.timestamp)
+                    )
+            measure_lag(batch[-1].message)
 
     async def stop_worker(error: StateError) -> None:
         # a restarted agent would meet the same state: stop the worker (exit status 1)

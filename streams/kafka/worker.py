@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import time
 
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -11,14 +12,18 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from neardup.core import NeardupError
 from neardup.state import State
 
+from ..service import LiveState, Service
 from .config import WorkerConfig
+from .owner import OwnerLocator
 from .topology import build_app, internal_topics
 
-__all__ = ["check_settings", "ensure_topics", "run_worker"]
+__all__ = ["check_settings", "ensure_topics", "run_worker", "start_service"]
 
 #: The prepared topic is the detector's changelog: a worker with a new state rebuilds it from
 #: the first message, so the topic keeps every message (and compresses them).
 _LOG_CONFIGS = {"retention.ms": "-1", "retention.bytes": "-1", "compression.type": "producer"}
+#: only the last advertisement of the detector's owner matters
+_SERVICE_CONFIGS = {"cleanup.policy": "compact"}
 
 
 def check_settings(config: WorkerConfig) -> None:
@@ -48,13 +53,9 @@ def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:
             time.sleep(0.5)
     try:
         existing = set(admin.list_topics())
+        configs = {config.prepared_topic: _LOG_CONFIGS, config.service_topic: _SERVICE_CONFIGS}
         missing = [
-            NewTopic(
-                name,
-                partitions,
-                1,
-                topic_configs=_LOG_CONFIGS if name == config.prepared_topic else {},
-            )
+            NewTopic(name, partitions, 1, topic_configs=configs.get(name, {}))
             for name, partitions in wanted.items()
             if name not in existing
         ]
@@ -72,6 +73,20 @@ def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:
         admin.close()
 
 
+def start_service(config: WorkerConfig) -> Service | None:
+    """The worker's HTTP service (``--http``), answering from the detector's state while this
+    worker holds it and redirecting to the worker that does otherwise."""
+    if config.http is None:
+        return None
+    source = LiveState(
+        why_none="this worker does not hold the detector, and no worker has said it does yet"
+    )
+    locate = OwnerLocator(config.broker, config.service_topic)
+    service = Service(source, config.http, config.api_token, locate=locate).start()
+    print(f"neardup: serving {service.url}", file=sys.stderr, flush=True)
+    return service
+
+
 def run_worker(config: WorkerConfig, loglevel: str = "warning") -> None:
     """Run until SIGTERM/SIGINT (Faust's worker installs the handlers)."""
     import faust
@@ -79,5 +94,10 @@ def run_worker(config: WorkerConfig, loglevel: str = "warning") -> None:
     check_settings(config)
     ensure_topics(config)
     logging.getLogger("faust").setLevel(loglevel.upper())
-    app = build_app(config)
-    faust.Worker(app, loglevel=loglevel, quiet=True).execute_from_commandline()
+    service = start_service(config)
+    app = build_app(config, service)
+    try:
+        faust.Worker(app, loglevel=loglevel, quiet=True).execute_from_commandline()
+    finally:
+        if service is not None:
+            service.stop()

@@ -15,9 +15,9 @@ from typing import IO
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
 from neardup.state import State
 
-from ..detection import Detector
+from ..detection import BatchListener, Detector
 from .inputs import DeadLetter, iter_records
-from .prepare_work import PrepareMode, executor, prepare_pages
+from .prepare_work import PrepareMode, executor, prepare_pages_timed
 from .progress import RunObserver
 from .run_summary import RunSummary
 
@@ -25,6 +25,9 @@ __all__ = ["DEFAULT_BATCH_SIZE", "run"]
 
 #: pages prepared together and written in one transaction
 DEFAULT_BATCH_SIZE = 256
+
+#: a batch's prepared documents and the seconds preparing them took
+Prepared = tuple[list[PreparedDoc], float]
 
 
 def _batches(
@@ -58,24 +61,37 @@ def run(
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     observers: Sequence[RunObserver] = (),
     prepare: PrepareMode = "thread",
+    listeners: Sequence[BatchListener] = (),
 ) -> RunSummary:
     """Process every input into the state; write events and dead letters as JSON Lines.
 
     ``prepare``: where pages are prepared while the batch before them is detected, "process"
     (a child process: a second core) or "thread" (this process; ``prepare_work`` says why a
     thread gains little). ``observers`` (``progress.py``) see the summary after every batch and
-    at the end."""
+    at the end; ``listeners`` (the service's metrics and dashboard) each batch and dead letter."""
     detector = Detector(state)
     summary = RunSummary()
     started = time.monotonic()
 
-    def finish(pages: Future[list[PreparedDoc]] | None, dead: list[DeadLetter]) -> None:
+    def finish(pages: Future[Prepared] | None, dead: list[DeadLetter]) -> None:
         for letter in dead:
             summary.dead_letters[letter.reason] += 1
             if dead_letters is not None:
                 dead_letters.write(json.dumps(letter.to_json()) + "\n")
+            for listener in listeners:
+                listener.dead_letter(letter.reason)
         if pages is not None:
-            result = detector.ingest(pages.result())
+            docs, preparing = pages.result()
+            view, result = detector.stage(docs)
+            committing = time.perf_counter()
+            view.commit()
+            seconds = {
+                "prepare": preparing,
+                **result.stage_seconds,
+                "commit": time.perf_counter() - committing,
+            }
+            for listener in listeners:
+                listener.batch_done(result, seconds)
             summary.add(result)
             if events is not None:
                 for event in result.events:
@@ -88,9 +104,9 @@ def run(
     # The next batch is prepared (parsed, tokenised, sketched) while this one is ingested;
     # batches are still ingested one at a time, in input order.
     with executor(prepare) as preparing:
-        waiting: tuple[Future[list[PreparedDoc]] | None, list[DeadLetter]] | None = None
+        waiting: tuple[Future[Prepared] | None, list[DeadLetter]] | None = None
         for pages, dead in _batches(_all_records(inputs, max_record_bytes), batch_size):
-            ahead = preparing.submit(prepare_pages, pages, settings) if pages else None
+            ahead = preparing.submit(prepare_pages_timed, pages, settings) if pages else None
             if waiting is not None:
                 finish(*waiting)
             waiting = (ahead, dead)

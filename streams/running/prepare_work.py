@@ -17,13 +17,21 @@ documents as frozen dataclasses of strings, numbers and numpy arrays (pickled).
 from __future__ import annotations
 
 import multiprocessing
+import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from functools import cache
 from typing import Literal, get_args
 
 from neardup.core import Page, PreparedDoc, Preparer, Settings
 
-__all__ = ["PREPARE_MODES", "PrepareMode", "executor", "prepare_pages", "preparer_for"]
+__all__ = [
+    "PREPARE_MODES",
+    "PrepareMode",
+    "executor",
+    "prepare_pages",
+    "prepare_pages_timed",
+    "preparer_for",
+]
 
 #: where pages are prepared: a child process (a second core) or a thread of this process
 PrepareMode = Literal["process", "thread"]
@@ -49,3 +57,9 @@ def executor(mode: str) -> Executor:
 def prepare_pages(pages: list[Page], settings_json: str) -> list[PreparedDoc]:
     """``Preparer.prepare`` with the settings as JSON: what an executor of either mode runs."""
     return preparer_for(settings_json).prepare(pages)
+
+
+def prepare_pages_timed(pages: list[Page], settings_json: str) -> tuple[list[PreparedDoc], float]:
+    """``prepare_pages`` and the seconds it took, measured where it ran."""
+    started = time.perf_counter()
+    return prepare_pages(pages, settings_json), time.perf_counter() - started

@@ -8,6 +8,7 @@ answers are JSON-ready dicts, the same for the CLI and for a service.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,17 +27,15 @@ __all__ = [
     "largest_clusters",
     "lost_and_found",
     "parse_id",
+    "similar_to_stored",
 ]
 
 
 def parse_id(text: str) -> int:
     """A document or cluster id as the events write it (16 hex digits)."""
-    if len(text) != 16:
+    if re.fullmatch(r"[0-9a-fA-F]{16}", text) is None:
         raise ValueError(f"{text!r} is not an id: ids are 16 hex digits, as events write them")
-    try:
-        return int(text, 16)
-    except ValueError:
-        raise ValueError(f"{text!r} is not an id: ids are 16 hex digits") from None
+    return int(text, 16)
 
 
 def _doc(view: StateView, doc_id: int) -> dict[str, Any]:
@@ -97,22 +96,20 @@ def cluster_by_id(
     return answer
 
 
-def lost_and_found(state: State, url: str, limit: int) -> dict[str, Any]:
-    """Where did a URL's content go? The other URLs of its latest version's cluster, most
-    similar to that version first, the newest first among equals."""
-    view = state.view()
-    versions = view.urls.versions(url)
-    if not versions:
-        return {"url": url, "known": False, "versions": [], "found": []}
-    doc_id = versions[-1][1]
-    root = view.clusters.find(doc_id)
+def _ranked_members(
+    view: StateView, state: State, doc_id: int, root: int, limit: int, skip_url: str | None
+) -> list[dict[str, Any]]:
+    """The other members of a cluster with their estimated resemblance and containment to
+    ``doc_id``, most similar first, the newest first among equals."""
     mine = _sketch(view, state, doc_id)
     found: list[dict[str, Any]] = []
     members, _ = view.clusters.members_of(root)
     for member in members:
         record = view.documents.ref(member)
         other = _sketch(view, state, member)
-        if mine is None or record is None or other is None or record.url == url:
+        if member == doc_id or mine is None or record is None or other is None:
+            continue
+        if record.url == skip_url:
             continue
         e = estimate(mine, other)
         found.append(
@@ -122,16 +119,48 @@ def lost_and_found(state: State, url: str, limit: int) -> dict[str, Any]:
                 "id": format_id(member),
                 "resemblance": round(e.resemblance, 4),
                 "containment": round(e.containment, 4),
+                "contains": round(e.containment_reverse, 4),
             }
         )
     found.sort(key=lambda item: str(item["fetched_at"] or ""), reverse=True)  # newest first ...
     found.sort(key=lambda item: -float(item["resemblance"]))  # ... among equals (stable sort)
+    return found[:limit]
+
+
+def lost_and_found(state: State, url: str, limit: int) -> dict[str, Any]:
+    """Where did a URL's content go? The other URLs of its latest version's cluster, most
+    similar to that version first, the newest first among equals."""
+    view = state.view()
+    versions = view.urls.versions(url)
+    if not versions:
+        return {"url": url, "known": False, "versions": [], "found": []}
+    doc_id = versions[-1][1]
+    root = view.clusters.find(doc_id)
     return {
         "url": url,
         "known": True,
         "versions": [{"fetched_at": f or None, "id": format_id(d)} for f, d in versions],
         "cluster": format_id(root),
-        "found": found[:limit],
+        "found": _ranked_members(view, state, doc_id, root, limit, skip_url=url),
+    }
+
+
+def similar_to_stored(state: State, url: str, limit: int) -> dict[str, Any]:
+    """The documents most like a stored URL's latest version: the other members of its
+    cluster (its other versions included), most similar first. Every stored document that
+    resembles it at the threshold or more is in that cluster; for the documents below the
+    threshold, query with the content itself (``neardup query FILE``)."""
+    view = state.view()
+    doc_id = _latest(view, url)
+    if doc_id is None:
+        return {"url": url, "known": False, "matches": []}
+    root = view.clusters.find(doc_id)
+    return {
+        "url": url,
+        "known": True,
+        "doc": _doc(view, doc_id),
+        "cluster": format_id(root),
+        "matches": _ranked_members(view, state, doc_id, root, limit, skip_url=None),
     }
 
 

@@ -7,8 +7,9 @@ from typing import Any
 
 from neardup.core import Page, Preparer
 from neardup.state import State
+from neardup.state.postings import INDEX_TABLES
 
-from ..detection import Match, find_similar, format_id
+from ..detection import METHODS, Match, find_similar, format_id
 
 __all__ = ["cluster_lines", "similar_to_content", "statistics"]
 
@@ -32,12 +33,13 @@ def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[di
                 yield {"cluster": format_id(doc_id), "size": 1, "members": [ref.url]}
 
 
-def statistics(state: State, top: int = 10) -> dict[str, Any]:
+def statistics(state: State, top: int = 10, flush: bool = True) -> dict[str, Any]:
     """The state as a whole: counters, clusters, the largest ones (from the size index), stop
-    keys and disk use. It counts clusters and stop keys by reading their tables whole: a
-    report, not a query."""
+    keys and disk use (with ``flush``, of the state once its memory is written out). Cluster
+    and key counts are counters the state keeps; only the stop keys are read whole, and they
+    are few by design (each stands for a list that reached the cap)."""
     view = state.view()
-    roots = list(view.clusters.roots())
+    counters = view.counters
     stop_keys = sorted(
         ((int.from_bytes(raw, "big"), key) for key, raw in state.store.items("stopkeys")),
         reverse=True,
@@ -48,17 +50,20 @@ def statistics(state: State, top: int = 10) -> dict[str, Any]:
         largest.append(
             {"cluster": format_id(root), "size": size, "first_url": ref.url if ref else None}
         )
-    disk = state.store.disk_bytes()
-    documents = view.counters.get("documents")
+    disk = state.store.disk_bytes(flush=flush)
+    documents = counters.get("documents")
     return {
         "documents": documents,
-        "repeats_ignored": view.counters.get("repeats"),
-        "duplicates": view.counters.get("duplicates"),
-        "candidates": view.counters.get("candidates"),
-        "pairs_estimated": view.counters.get("pairs_estimated"),
-        "clusters": len(roots),
-        "documents_in_clusters": sum(info.size for _, info in roots),
+        "repeats_ignored": counters.get("repeats"),
+        "duplicates": counters.get("duplicates"),
+        "duplicates_by_method": {m: counters.get(f"duplicates:{m}") for m in METHODS},
+        "cluster_merges": counters.get("cluster_merges"),
+        "candidates": counters.get("candidates"),
+        "pairs_estimated": counters.get("pairs_estimated"),
+        "clusters": counters.get("clusters"),
+        "documents_in_clusters": counters.get("documents_in_clusters"),
         "largest_clusters": largest,
+        "index_keys": {i: counters.get(f"index_keys:{i}") for i in INDEX_TABLES},
         "stop_keys": len(stop_keys),
         "top_stop_keys": [
             {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from neardup.state import (
     StateView,
     unpack_samples,
 )
+from neardup.state.clusters import size_class
 from neardup.state.codec import (
     MAX_POSITION,
     SHORT_ENTRY,
@@ -167,6 +169,9 @@ def test_posting_lists_are_capped_into_stop_keys() -> None:
         view.commit()
         stop = dict(state.store.items("stopkeys"))
         assert int.from_bytes(stop[b"supershingles:" + _stored("k")], "big") == 4
+        # one key, counted once as a key and once as a stop key however often it is asked for
+        assert view.counters.get("index_keys:supershingles") == 1
+        assert view.counters.get("stop_keys:supershingles") == 1
 
 
 def _rows(met: Meetings, index: int) -> dict[int, tuple[int, int, int, int]]:
@@ -399,3 +404,9 @@ def test_member_rings_and_the_size_index_follow_every_merge(
             ((len(ms), root) for root, ms in groups.items()), key=lambda s: (-s[0], s[1])
         )
         assert [(size, root) for root, size in view.clusters.largest(count)] == expected
+        # the gauges a scrape reads agree with the tables they describe
+        assert view.counters.get("clusters") == len(groups)
+        assert view.counters.get("documents_in_clusters") == sum(map(len, groups.values()))
+        assert view.clusters.size_classes() == dict(
+            Counter(size_class(len(ms)) for ms in groups.values())
+        )

@@ -1,0 +1,289 @@
+"""The HTTP server: the dashboard, /metrics, a liveness probe and the JSON API on one port.
+
+A threaded server from the standard library, run in a thread of the runtime (``neardup
+run``, the worker) or of ``neardup serve``. Each request has a socket timeout, a body limit
+and a JSON error for anything it gets wrong; an unexpected failure is a 500 with a JSON body,
+logged, and the server goes on. A bearer token (``--api-token``) guards every path but
+``/healthz``.
+
+A worker that does not hold the detector's state redirects (307) every path but
+``/healthz`` and ``/metrics`` to the worker that does (``locate``), so a browser or a client
+following redirects gets its answer from any worker.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import json
+import logging
+import threading
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from .api import API_PREFIX, Api, Limits, Request
+from .errors import (
+    ApiError,
+    BadRequestError,
+    MethodNotAllowedError,
+    NotFoundError,
+    PayloadTooLargeError,
+    UnauthorizedError,
+    UnavailableError,
+)
+from .metrics import CONTENT_TYPE, Metrics
+from .openapi import openapi
+from .sources import LiveState, StateSource
+from .timeline import Timeline
+
+__all__ = ["Service", "dashboard_page", "parse_address"]
+
+logger = logging.getLogger(__name__)
+
+#: seconds a connection may stay silent (a client that never sends its body)
+_SOCKET_TIMEOUT = 15.0
+
+
+@functools.cache
+def dashboard_page() -> bytes:
+    """The dashboard as one document: its style and script (shipped in the package) inline,
+    so that a page opened with a token needs no second authorized request, and no CDN."""
+    static = resources.files(__package__).joinpath("static")
+    page = static.joinpath("index.html").read_text("utf-8")
+    for name in ("dashboard.css", "dashboard.js"):
+        page = page.replace(f"/*{name}*/", static.joinpath(name).read_text("utf-8"))
+    return page.encode()
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT`` or ``PORT`` (loopback); port 0 picks a free one."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        raise ValueError(f"--http {text!r}: give HOST:PORT, e.g. 127.0.0.1:8080") from None
+    if not 0 <= number <= 65535:
+        raise ValueError(f"--http {text!r}: the port must be from 0 to 65535")
+    return host, number
+
+
+class Service:
+    """Metrics, the dashboard's timeline and the API over one state source, served over HTTP
+    in a thread of its own. ``listeners`` are what the runtime feeds with its batches."""
+
+    def __init__(
+        self,
+        source: StateSource,
+        address: tuple[str, int] = ("127.0.0.1", 0),
+        token: str | None = None,
+        limits: Limits | None = None,
+        locate: Callable[[], str | None] | None = None,
+        followed: int = 0,
+        interval: float = 2.0,
+    ) -> None:
+        self.source = source
+        self.metrics = Metrics(source)
+        self.timeline = Timeline(source, self.metrics, interval, followed=followed)
+        self.api = Api(source, self.timeline, limits)
+        self.token = token or None
+        self.locate = locate
+        self._server = _Server(address, _Handler, self)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def listeners(self) -> tuple[Metrics, Timeline]:
+        return (self.metrics, self.timeline)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        name = host.decode() if isinstance(host, bytes) else host
+        shown = f"[{name}]" if ":" in name else name
+        return f"http://{shown}:{port}"
+
+    def start(self) -> Service:
+        self.timeline.start()
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="neardup-http", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self.timeline.stop()
+        if self._thread is not None:
+            self._thread.join()
+
+    def owner_url(self) -> str | None:
+        """Where to send a request this process cannot answer: the worker holding the state."""
+        if self.locate is None or not isinstance(self.source, LiveState):
+            return None
+        if self.source.attached:
+            return None
+        found = self.locate()
+        return None if found is None or found.rstrip("/") == self.url else found.rstrip("/")
+
+
+class _InternalError(ApiError):
+    status = 500
+    code = "internal"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], handler: type, service: Service) -> None:
+        self.service = service
+        super().__init__(address, handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    _body_read = False
+    protocol_version = "HTTP/1.1"
+    timeout = _SOCKET_TIMEOUT
+    server_version = "neardup"
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_HEAD(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def do_PATCH(self) -> None:
+        self._handle()
+
+    def do_OPTIONS(self) -> None:
+        self._handle()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s " + format, self.address_string(), *args)
+
+    def _handle(self) -> None:
+        service = self.server.service
+        parts = urlsplit(self.path)
+        path = parts.path
+        self._body_read = False
+        query = parse_qs(parts.query, keep_blank_values=True)
+        try:
+            if path == "/healthz":
+                self._json(200, {"status": "ok"})
+                return
+            self._authorize(service, query)
+            if path != "/metrics":
+                owner = service.owner_url()
+                if owner is not None:
+                    self._redirect(owner + self.path)
+                    return
+            body = self._body(service)
+            if path == "/metrics":
+                self._only("GET", "HEAD")
+                self._send(200, service.metrics.render(), CONTENT_TYPE)
+            elif path in ("/", "/index.html"):
+                self._only("GET", "HEAD")
+                self._send(200, dashboard_page(), "text/html; charset=utf-8")
+            elif path == API_PREFIX + "/openapi.json":
+                self._only("GET", "HEAD")
+                self._json(200, openapi(service.api.limits, service.token is not None))
+            elif path.startswith(API_PREFIX + "/"):
+                query.pop("access_token", None)
+                request = Request(self.command, path[len(API_PREFIX) :], query, body)
+                self._json(200, service.api.answer(request))
+            else:
+                raise NotFoundError(f"no page {path}: the API is under {API_PREFIX}/")
+        except ApiError as error:
+            self._error(error)
+        except Exception:  # a bug must not take the server down: answer, log, go on
+            logger.exception("neardup service: %s %s failed", self.command, self.path)
+            self._error(_InternalError("internal error; the server's log has the details"))
+
+    def _authorize(self, service: Service, query: dict[str, list[str]]) -> None:
+        if service.token is None:
+            return
+        given = ""
+        header = self.headers.get("Authorization", "")
+        if header.startswith("Bearer "):
+            given = header[len("Bearer ") :].strip()
+        elif query.get("access_token"):  # RFC 6750's query form: how a browser opens the page
+            given = query["access_token"][0]
+        if not hmac.compare_digest(given.encode(), service.token.encode()):
+            raise UnauthorizedError("this server needs a bearer token (Authorization: Bearer ...)")
+
+    def _body(self, service: Service) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            self.close_connection = True
+            raise BadRequestError("chunked bodies are not taken: send a Content-Length")
+        length_text = self.headers.get("Content-Length", "0") or "0"
+        try:
+            length = int(length_text)
+        except ValueError:
+            self.close_connection = True
+            raise BadRequestError(f"Content-Length {length_text!r} is not a number") from None
+        if length < 0:
+            self.close_connection = True
+            raise BadRequestError(f"Content-Length {length} is negative")
+        limit = service.api.limits.max_body_bytes
+        if length > limit:
+            self.close_connection = True  # the body is not read: the connection cannot go on
+            raise PayloadTooLargeError(f"the body is {length} bytes, over the limit of {limit}")
+        body = self.rfile.read(length) if length else b""
+        self._body_read = True
+        return body
+
+    def _only(self, *methods: str) -> None:
+        if self.command not in methods:
+            raise MethodNotAllowedError(f"{self.command} is not allowed here: use GET", methods)
+
+    def _redirect(self, location: str) -> None:
+        self.close_connection = True  # the body, if any, was not read
+        self.send_response(307)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _error(self, error: ApiError) -> None:
+        if not self._body_read:
+            self.close_connection = True  # an unread body would be taken for the next request
+        headers: dict[str, str] = {}
+        if isinstance(error, UnauthorizedError):
+            headers["WWW-Authenticate"] = 'Bearer realm="neardup"'
+        allow = getattr(error, "allow", ())
+        if allow:
+            headers["Allow"] = ", ".join(allow)
+        if isinstance(error, UnavailableError):
+            headers["Retry-After"] = "1"
+        self._json(error.status, error.body(), headers)
+
+    def _json(self, status: int, value: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(value, ensure_ascii=False).encode()
+        self._send(status, data, "application/json", headers)
+
+    def _send(
+        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status, HTTPStatus(status).phrase)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
