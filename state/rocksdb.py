@@ -211,6 +211,7 @@ class RocksDBStore(Store):
         else:
             self._follower_dir = tempfile.mkdtemp(prefix="neardup-follower-")
             access = AccessType.secondary(self._follower_dir)
+        self._opened_manifest = self._manifest() if follow else ("", -1)
         try:
             cache = Cache(tuning.block_cache_bytes)
             # RocksDB opens a database only with all of its column families: a table an older
@@ -295,6 +296,18 @@ class RocksDBStore(Store):
         # a writer sees its own writes already
         if self.follower and self._db is not None:
             self._db.try_catch_up_with_primary()
+
+    def outdated(self) -> bool:
+        # the writer records each flush and compaction in its manifest (and starts a new one
+        # when it reopens): a change there means files this follower's memory may mask
+        return self.follower and self._manifest() != self._opened_manifest
+
+    def _manifest(self) -> tuple[str, int]:
+        try:
+            name = (self.path / "CURRENT").read_text().strip()
+            return name, (self.path / name).stat().st_size
+        except FileNotFoundError:  # between the writer's rename and our read: look again later
+            return "", -1
 
     def flush_in_background(self) -> None:
         if self.follower:

@@ -103,6 +103,11 @@ class State:
         """See the writes another process made since (a follower); nothing for a writer."""
         self.store.catch_up()
 
+    @property
+    def outdated(self) -> bool:
+        """A follower that must be opened again to see the writer's latest writes."""
+        return self.store.outdated()
+
     def view(self) -> StateView:
         return StateView(self.store, self.settings, self.key_filter)
 

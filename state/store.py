@@ -79,6 +79,12 @@ class Store(abc.ABC):
         since it opened or last caught up; a store that is itself the writer sees them
         already."""
 
+    def outdated(self) -> bool:
+        """True for a follower that ``catch_up`` cannot bring up to date: it must be opened
+        again (a RocksDB secondary instance keeps the log entries it replayed in memory, above
+        the files the writer flushed them to since). Never for a writer."""
+        return False
+
     def disk_bytes(self, flush: bool = True) -> int:
         """Bytes the store occupies on disk (0 for memory). With ``flush``, what is buffered in
         memory is written first: the size of the state itself, not of a moment of a run."""

@@ -54,3 +54,46 @@ def merge_edges(view: StateView, count: int, edges: list[tuple[int, int]]) -> No
         ra, rb = clusters.find(a + 1), clusters.find(b + 1)
         survivor, retired = sorted((ra, rb), key=clusters.age)
         clusters.merge(survivor, retired)
+
+
+def random_text(rng: np.random.Generator, words: int = 300) -> list[str]:
+    return list(rng.choice(VOCABULARY, size=words))
+
+
+def edit_text(rng: np.random.Generator, words: list[str], rate: float) -> str:
+    edited = np.array(words)
+    changed = rng.random(len(edited)) < rate
+    edited[changed] = rng.choice(VOCABULARY, size=int(changed.sum()))
+    return " ".join(edited)
+
+
+_FEB = "2026-02-01T00:00:"
+
+
+def two_sweeps() -> tuple[list[Page], list[Page], dict[str, list[str]]]:
+    """Two crawls of the same sites, and the words of each text: in the second,
+    /news/1 changed a little, /news/2 moved to /archive/2 (and the old URL now serves a
+    different page), /blog/3 is copied exactly to mirror.example/3."""
+    rng = np.random.default_rng(7)
+    texts = {name: random_text(rng) for name in ("one", "two", "three", "other", "fresh")}
+    first = [
+        Page("https://site.example/news/1", " ".join(texts["one"]), "2026-01-01T00:00:00Z"),
+        Page("https://site.example/news/2", " ".join(texts["two"]), "2026-01-01T00:00:01Z"),
+        Page("https://site.example/blog/3", " ".join(texts["three"]), "2026-01-01T00:00:02Z"),
+        Page("https://other.example/x", " ".join(texts["other"]), "2026-01-01T00:00:03Z"),
+    ]
+    second = [
+        Page(
+            "https://site.example/news/1",
+            edit_text(rng, texts["one"], 0.05),
+            "2026-02-01T00:00:00Z",
+        ),
+        Page(
+            "https://site.example/archive/2",
+            edit_text(rng, texts["two"], 0.02),
+            "2026-02-01T00:00:01Z",
+        ),
+        Page("https://site.example/news/2", " ".join(texts["fresh"]), "2026-02-01T00:00:02Z"),
+        Page("https://mirror.example/3", " ".join(texts["three"]), "2026-02-01T00:00:03Z"),
+    ]
+    return first, second, texts

@@ -200,7 +200,7 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
         if service is None or not isinstance(service.source, LiveState):
             return
         service.source.attach(state)
-        url = config.advertise or service.url
+        url = config.advertise or service.advertised_url
         await produce(config.service_topic, OWNER_KEY, advertisement(url), 0)
 
     async def detect_batch(

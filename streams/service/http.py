@@ -17,6 +17,7 @@ import functools
 import hmac
 import json
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from http import HTTPStatus
@@ -106,6 +107,16 @@ class Service:
         shown = f"[{name}]" if ":" in name else name
         return f"http://{shown}:{port}"
 
+    @property
+    def advertised_url(self) -> str:
+        """The URL other processes reach this service at: ``url``, with the machine's host
+        name for a server bound to every address (0.0.0.0 or ::)."""
+        host, port = self._server.server_address[:2]
+        name = host.decode() if isinstance(host, bytes) else host
+        if name in ("0.0.0.0", "::"):
+            return f"http://{socket.gethostname()}:{port}"
+        return self.url
+
     def start(self) -> Service:
         self.timeline.start()
         self._thread = threading.Thread(
@@ -128,7 +139,9 @@ class Service:
         if self.source.attached:
             return None
         found = self.locate()
-        return None if found is None or found.rstrip("/") == self.url else found.rstrip("/")
+        if found is None or found.rstrip("/") in (self.url, self.advertised_url):
+            return None  # no owner known, or an advertisement of this worker's own, now stale
+        return found.rstrip("/")
 
 
 class _InternalError(ApiError):

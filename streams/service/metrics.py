@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 from neardup.state import State, StateView
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -26,6 +33,10 @@ from .sources import StateSource
 __all__ = ["CONTENT_TYPE", "Metrics", "size_class_label"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# a `_created` series per counter and histogram doubles what a scrape says, for a start time
+# that Prometheus itself does not use (process-wide: the client has no per-registry switch)
+disable_created_metrics()
 
 #: a batch's stages take from well under a millisecond to seconds (a commit that waits for a
 #: flush)

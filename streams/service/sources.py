@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Protocol
 
 from neardup.state import State
@@ -49,10 +49,15 @@ class LiveState:
 
     def detach(self, why: str) -> None:
         """Take the state back; returns once no request reads it, so it may be closed."""
+        self.detach_state(why)
+
+    def detach_state(self, why: str) -> State | None:
+        """``detach``, returning the state it held."""
         with self._changed:
-            self._state = None
+            state, self._state = self._state, None
             self._why_none = why
             self._changed.wait_for(lambda: self._readers == 0)
+            return state
 
     @property
     def attached(self) -> bool:
@@ -76,21 +81,38 @@ class LiveState:
 class FollowedState:
     """A state directory another process writes (or wrote), read by a RocksDB secondary
     instance: it sees the writer's batches up to the last catch-up, at most ``every``
-    seconds old."""
+    seconds old. When the writer has flushed or compacted since, a new follower is opened
+    (tens of milliseconds) and the old one closed once no request reads it."""
 
     def __init__(self, path: str | os.PathLike[str], every: float = 1.0) -> None:
-        self._state = State.follow(path)
+        self._path = path
         self._every = every
+        self._lent = LiveState(State.follow(path))
         self._caught_up = time.monotonic()
         self._lock = threading.Lock()
 
     @contextmanager
     def reading(self) -> Iterator[State]:
-        with self._lock:
-            if time.monotonic() - self._caught_up >= self._every:
-                self._state.catch_up()
-                self._caught_up = time.monotonic()
-        yield self._state
+        with ExitStack() as lent:
+            with self._lock:  # taken before a refresh can retire the follower
+                if time.monotonic() - self._caught_up >= self._every:
+                    self._refresh()
+                    self._caught_up = time.monotonic()
+                state = lent.enter_context(self._lent.reading())
+            yield state
+
+    def _refresh(self) -> None:
+        with self._lent.reading() as state:
+            outdated = state.outdated
+            if not outdated:
+                state.catch_up()
+        if outdated:
+            old, self._lent = self._lent, LiveState(State.follow(self._path))
+            retired = old.detach_state("a newer follower answers")
+            if retired is not None:
+                retired.close()
 
     def close(self) -> None:
-        self._state.close()
+        state = self._lent.detach_state("the server is stopping")
+        if state is not None:
+            state.close()

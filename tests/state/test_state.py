@@ -410,3 +410,31 @@ def test_member_rings_and_the_size_index_follow_every_merge(
         assert view.clusters.size_classes() == dict(
             Counter(size_class(len(ms)) for ms in groups.values())
         )
+
+
+def test_a_follower_reads_what_a_writer_commits_and_never_creates_a_state(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(StateError, match="there is no state"):
+        State.follow(tmp_path / "missing")
+    assert not (tmp_path / "missing").exists()
+    writer = State.open(tmp_path / "state")
+    follower = State.follow(tmp_path / "state")
+    try:
+        view = writer.view()
+        view.counters.add("documents", 3)
+        view.commit()
+        assert follower.view().counters.get("documents") == 0  # until it catches up
+        follower.catch_up()
+        assert follower.view().counters.get("documents") == 3
+        assert not follower.outdated
+        view = writer.view()
+        view.counters.add("documents", 4)
+        view.commit()
+        writer.close()  # flushes: the follower's replayed log now hides the flushed value
+        assert follower.outdated
+        with State.follow(tmp_path / "state") as fresh:
+            assert fresh.view().counters.get("documents") == 7
+    finally:
+        follower.close()
+        writer.close()

@@ -9,32 +9,24 @@ Clusters are followed from the events topic alone, as a downstream consumer woul
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer
 from neardup.core import Page, Settings, page_from_json
 from neardup.state import State
 from neardup.streams import Detector
-from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.kafka.prepared_codec import decode_batch
 
 from tests.helpers import SAMPLE, partition
+from tests.support.deployment import Deployment
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
-PARTITIONS = 4
 MAX_RECORD_BYTES = 64 * 1024
-#: how long a run may take to reach the expected clusters (workers start in ~8 s)
-SETTLE_SECONDS = 90.0
 
 
 def _sample_lines() -> list[bytes]:
@@ -55,126 +47,6 @@ def _embedded_partition(lines: list[bytes]) -> set[frozenset[str]]:
     with State.open(None) as state:
         Detector(state).process(pages)
         return partition(state)
-
-
-class Deployment:
-    """Topic names of one test (a fresh app id, so tests never share topics or groups)."""
-
-    def __init__(self, broker: str, root: Path) -> None:
-        self.broker = broker
-        self.root = root
-        self.app_id = f"nd-{uuid.uuid4().hex[:8]}"
-        self.pages = f"{self.app_id}.pages"
-        self.events = f"{self.app_id}.events"
-        self.dead_letters = f"{self.app_id}.dead-letter"
-        self.workers: list[subprocess.Popen[bytes]] = []
-
-    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
-        state = self.root / name
-        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "neardup.streams",
-                "worker",
-                "--broker",
-                self.broker,
-                "--state",
-                str(state),
-                "--partitions",
-                str(PARTITIONS),
-                "--app-id",
-                self.app_id,
-                "--pages-topic",
-                self.pages,
-                "--events-topic",
-                self.events,
-                "--dead-letter-topic",
-                self.dead_letters,
-                "--max-record-bytes",
-                str(MAX_RECORD_BYTES),
-                "--batch-size",
-                "32",
-                "--loglevel",
-                "info",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.root,
-        )
-        log.close()
-        self.workers.append(process)
-        return process
-
-    def publish(self, lines: list[bytes]) -> None:
-        producer = KafkaProducer(bootstrap_servers=self.broker, linger_ms=5)
-        try:
-            for line in lines:
-                try:
-                    key = str(json.loads(line).get("url", "")).encode()
-                except (ValueError, AttributeError):
-                    key = b""
-                producer.send(self.pages, key=key or None, value=line)
-            producer.flush(timeout=30)
-        finally:
-            producer.close()
-
-    def read(self, topic: str, idle_ms: int = 3000) -> list[dict[str, object]]:
-        consumer = KafkaConsumer(
-            topic,
-            bootstrap_servers=self.broker,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            consumer_timeout_ms=idle_ms,
-        )
-        try:
-            return [json.loads(message.value) for message in consumer]
-        finally:
-            consumer.close()
-
-    def clusters(self) -> set[frozenset[str]]:
-        events = self.read(self.events)
-        return {frozenset(line["members"]) for line in clusters_from_events(events)}  # type: ignore[arg-type]
-
-    def wait_for(self, expected: set[frozenset[str]]) -> set[frozenset[str]]:
-        deadline = time.monotonic() + SETTLE_SECONDS
-        found: set[frozenset[str]] = set()
-        while time.monotonic() < deadline:
-            self.check_alive()
-            found = self.clusters()
-            if found == expected:
-                return found
-            time.sleep(2)
-        return found
-
-    def wait_for_events(self) -> None:
-        """Until the events topic holds something: the workers are at work."""
-        deadline = time.monotonic() + SETTLE_SECONDS
-        while not self.read(self.events, idle_ms=1000) and time.monotonic() < deadline:
-            time.sleep(0.5)
-
-    @staticmethod
-    def kill(process: subprocess.Popen[bytes]) -> None:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-    def check_alive(self) -> None:
-        for process in self.workers:
-            if process.poll() is not None and process.returncode not in (0, -signal.SIGKILL):
-                logs = "\n".join(p.read_text()[-3000:] for p in self.root.glob("*.log"))
-                raise AssertionError(f"a worker exited with {process.returncode}:\n{logs}")
-
-    def stop(self) -> None:
-        for process in self.workers:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.workers:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
 
 
 @contextmanager

@@ -14,40 +14,12 @@ from neardup.streams import Detector
 from neardup.streams.detection import format_id
 from neardup.streams.running import queries, reports
 
-from tests.helpers import VOCABULARY
-
-
-def _text(rng: np.random.Generator, words: int = 300) -> list[str]:
-    return list(rng.choice(VOCABULARY, size=words))
-
-
-def _edit(rng: np.random.Generator, words: list[str], rate: float) -> str:
-    edited = np.array(words)
-    changed = rng.random(len(edited)) < rate
-    edited[changed] = rng.choice(VOCABULARY, size=int(changed.sum()))
-    return " ".join(edited)
+from tests.helpers import edit_text, random_text, two_sweeps
 
 
 @pytest.fixture
 def swept(tmp_path: Path) -> tuple[State, dict[str, list[str]]]:
-    """Two sweeps: in the second, /news/1 changed a little, /news/2 moved to /archive/2
-    (and the old URL now serves a different page), /blog/3 is copied exactly to /mirror/3."""
-    rng = np.random.default_rng(7)
-    texts = {name: _text(rng) for name in ("one", "two", "three", "other", "fresh")}
-    first = [
-        Page("https://site.example/news/1", " ".join(texts["one"]), "2026-01-01T00:00:00Z"),
-        Page("https://site.example/news/2", " ".join(texts["two"]), "2026-01-01T00:00:01Z"),
-        Page("https://site.example/blog/3", " ".join(texts["three"]), "2026-01-01T00:00:02Z"),
-        Page("https://other.example/x", " ".join(texts["other"]), "2026-01-01T00:00:03Z"),
-    ]
-    second = [
-        Page("https://site.example/news/1", _edit(rng, texts["one"], 0.05), "2026-02-01T00:00:00Z"),
-        Page(
-            "https://site.example/archive/2", _edit(rng, texts["two"], 0.02), "2026-02-01T00:00:01Z"
-        ),
-        Page("https://site.example/news/2", " ".join(texts["fresh"]), "2026-02-01T00:00:02Z"),
-        Page("https://mirror.example/3", " ".join(texts["three"]), "2026-02-01T00:00:03Z"),
-    ]
+    first, second, texts = two_sweeps()
     state = State.open(tmp_path / "state")
     detector = Detector(state)
     detector.process(first)
@@ -125,9 +97,11 @@ def test_fold_keeps_the_order_of_heads_and_folds_exact_near_and_inline_copies(
 
 def test_a_cluster_pages_by_cursor_and_a_retired_id_names_its_survivor(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
-    words = _text(rng, 200)
+    words = random_text(rng, 200)
     pages = [
-        Page(f"https://copies.example/{i}", _edit(rng, words, 0.03), f"2026-03-01T00:00:{i:02d}Z")
+        Page(
+            f"https://copies.example/{i}", edit_text(rng, words, 0.03), f"2026-03-01T00:00:{i:02d}Z"
+        )
         for i in range(7)
     ]
     with State.open(tmp_path / "state") as state:

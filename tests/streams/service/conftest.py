@@ -1,0 +1,76 @@
+"""A service over a real RocksDB state built in two sweeps, and a small HTTP client."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from neardup.state import State
+from neardup.streams import Detector
+from neardup.streams.service import LiveState, Service
+
+from tests.helpers import family_pages, two_sweeps
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def call(
+    url: str,
+    method: str = "GET",
+    body: bytes | dict[str, Any] | list[Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Answer:
+    """One request, any status: redirects are not followed (the tests look at them)."""
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(request, timeout=30) as response:
+            return Answer(response.status, dict(response.headers), response.read())
+    except urllib.error.HTTPError as error:
+        return Answer(error.code, dict(error.headers), error.read())
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def build_state(path: Path) -> State:
+    """Families of near-duplicates, then the two sweeps (moved and changed pages)."""
+    first, second, _ = two_sweeps()
+    state = State.open(path)
+    detector = Detector(state)
+    detector.process(family_pages(11))
+    detector.process(first)
+    detector.process(second)
+    return state
+
+
+@pytest.fixture
+def swept_state(tmp_path: Path) -> Iterator[State]:
+    with build_state(tmp_path / "state") as state:
+        yield state
+
+
+@pytest.fixture
+def service(swept_state: State) -> Iterator[Service]:
+    running = Service(LiveState(swept_state), interval=0.2).start()
+    try:
+        yield running
+    finally:
+        running.stop()

@@ -1,0 +1,224 @@
+"""The JSON API end to end, over HTTP, on a real RocksDB state built in two sweeps: every
+endpoint gives the CLI's answer, and every bad request a JSON 4xx."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from neardup.core import Page
+from neardup.state import State
+from neardup.streams.running import queries, reports
+from neardup.streams.service import LiveState, Service
+from neardup.streams.service.api import Limits
+
+from tests.helpers import two_sweeps
+
+from .conftest import call
+
+API = "/api/v1"
+
+
+def _get(service: Service, path: str) -> Any:
+    answer = call(service.url + API + path)
+    assert answer.status == 200, answer.body
+    assert answer.headers["Content-Type"] == "application/json"
+    return answer.json()
+
+
+def _post(service: Service, path: str, body: Any) -> Any:
+    answer = call(service.url + API + path, "POST", body)
+    assert answer.status == 200, answer.body
+    return answer.json()
+
+
+def test_lost_and_found_history_and_cluster_answers_are_the_cli_answers(
+    service: Service, swept_state: State
+) -> None:
+    moved = "https://site.example/archive/2"
+    found = _get(service, f"/lost-and-found?url={quote(moved)}")
+    assert found == queries.lost_and_found(swept_state, moved, 10)
+    assert [f["url"] for f in found["found"]] == ["https://site.example/news/2"]
+    assert found["found"][0]["fetched_at"].startswith("2026-01-01")
+
+    changed = "https://site.example/news/1"
+    history = _get(service, f"/history?url={quote(changed)}")
+    assert history == queries.history(swept_state, changed)
+    versions = history["versions"]
+    assert [v["fetched_at"][:7] for v in versions] == ["2026-01", "2026-02"]
+    assert versions[0]["resemblance_to_previous"] is None
+    assert 0.3 < versions[1]["resemblance_to_previous"] < 1.0  # 5 % of its words changed
+
+    of = _get(service, f"/cluster-of?url={quote(moved)}")
+    assert of == queries.cluster_of_url(swept_state, moved)
+    assert of["size"] == 2
+
+
+def test_a_cluster_pages_through_its_members(service: Service, swept_state: State) -> None:
+    largest = _get(service, "/clusters/largest?limit=3")
+    assert largest == {"clusters": queries.largest_clusters(swept_state, 3)}
+    top = largest["clusters"][0]
+    paged: list[str] = []
+    answer = _get(service, f"/clusters/{top['cluster']}?limit=2")
+    while True:
+        assert len(answer["members"]) <= 2
+        paged += [m["url"] for m in answer["members"]]
+        if answer["next"] is None:
+            break
+        answer = _get(service, f"/clusters/{top['cluster']}?limit=2&after={answer['next']}")
+    whole = queries.cluster_by_id(swept_state, int(top["cluster"], 16), limit=1000)
+    assert paged == [m["url"] for m in whole["members"]]
+    assert len(paged) == top["size"]
+
+
+def test_similar_documents_to_posted_content_and_to_a_stored_url(
+    service: Service, swept_state: State
+) -> None:
+    _, _, texts = two_sweeps()
+    content = " ".join(texts["three"])
+    matches = _post(service, "/similar", {"content": content, "limit": 5})["matches"]
+    page = Page(url="query:", content=content, content_type="text/html")
+    assert matches == reports.similar_to_content(swept_state, page, 5, 0.0)
+    # the first stored copy (the exact copy stored after it shares its record)
+    assert matches[0]["url"] == "https://site.example/blog/3"
+    assert matches[0]["resemblance"] == 1.0 and matches[0]["method"] == "exact"
+    before = swept_state.view().counters.get("documents")
+    stored = _get(service, f"/similar?url={quote('https://mirror.example/3')}")
+    assert [(m["url"], m["resemblance"]) for m in stored["matches"]] == [
+        ("https://site.example/blog/3", 1.0)
+    ]
+    assert swept_state.view().counters.get("documents") == before  # queries change nothing
+
+
+def test_folding_a_result_page_keeps_the_heads_in_order(
+    service: Service, swept_state: State
+) -> None:
+    _, _, texts = two_sweeps()
+    items: list[Any] = [
+        "https://site.example/blog/3",
+        "https://other.example/x",
+        "https://mirror.example/3",  # exact copy of the first: folded under it
+        {"url": "inline:copy", "content": " ".join(texts["other"])},  # near: under the second
+        "https://nowhere.example/",  # unknown: a group of its own
+        "https://site.example/archive/2",
+        "https://site.example/news/2",  # its latest version is a new page: unrelated
+    ]
+    groups = _post(service, "/fold", {"items": items})["groups"]
+    as_pages: list[str | Page] = [
+        i if isinstance(i, str) else Page(url=i["url"], content=i["content"]) for i in items
+    ]
+    threshold = swept_state.settings.threshold
+    assert groups == queries.fold(swept_state, as_pages, threshold)
+    heads = [g["head"]["url"] for g in groups]
+    assert heads == [
+        "https://site.example/blog/3",
+        "https://other.example/x",
+        "https://nowhere.example/",
+        "https://site.example/archive/2",
+        "https://site.example/news/2",
+    ]
+    assert [f["url"] for f in groups[0]["folded"]] == ["https://mirror.example/3"]
+    assert [f["url"] for f in groups[1]["folded"]] == ["inline:copy"]
+
+
+def test_stats_and_dashboard_read_the_state_counters(service: Service, swept_state: State) -> None:
+    stats = _get(service, "/stats")
+    expected = reports.statistics(swept_state, flush=False)
+    assert {k: v for k, v in stats.items() if k != "disk_bytes"} == {
+        k: v for k, v in expected.items() if k not in ("disk_bytes", "disk_bytes_per_document")
+    } | {"disk_bytes_per_document": stats["disk_bytes_per_document"]}
+    groups = swept_state.view().clusters.members()
+    assert stats["clusters"] == len(groups)
+    assert stats["documents_in_clusters"] == sum(map(len, groups.values()))
+    board = _get(service, "/dashboard")
+    assert sum(d["clusters"] for d in board["size_distribution"]) == len(groups)
+    assert board["samples"] and board["samples"][-1]["documents"] == stats["documents"]
+    assert board["largest"] == queries.largest_clusters(swept_state, 10)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "says"),
+    [
+        ("POST", "/similar", b"{not json", 400, "not JSON"),
+        ("POST", "/similar", b"[1, 2]", 400, "JSON object"),
+        ("POST", "/similar", {"content_type": "text/html"}, 400, "'content' is required"),
+        ("POST", "/similar", {"content": 42}, 400, "must be a string"),
+        ("POST", "/similar", {"content": "x", "limit": True}, 400, "must be an integer"),
+        ("POST", "/similar", {"content": "x", "colour": "red"}, 400, "unknown fields: colour"),
+        ("POST", "/similar", {"content": "x", "min_resemblance": 2}, 400, "from 0 to 1"),
+        ("POST", "/similar", b"x" * 5000, 413, "over the limit"),
+        ("POST", "/fold", {"items": ["u"] * 11}, 413, "over the limit of 10"),
+        ("POST", "/fold", {"items": [3]}, 400, "items[0] must be a URL"),
+        ("POST", "/fold", {"items": [{"url": "u"}]}, 400, "items[0]: the field 'content'"),
+        ("POST", "/fold", {"items": "u"}, 400, "must be a list"),
+        ("GET", "/history", None, 400, "url is required"),
+        ("GET", "/history?url=https://nowhere.example/", None, 404, "not in the state"),
+        ("GET", "/lost-and-found?url=x&limit=0", None, 400, "from 1 to"),
+        ("GET", "/lost-and-found?url=x&limit=ten", None, 400, "not an integer"),
+        ("GET", "/cluster-of?url=a&url=b", None, 400, "given 2 times"),
+        ("GET", "/clusters/zz", None, 400, "16 hex digits"),
+        ("GET", "/clusters/00000000000000ff", None, 404, "not in the state"),
+        ("GET", "/dashboard?since=nan", None, 400, "finite"),
+        ("DELETE", "/stats", None, 405, "use GET"),
+        ("GET", "/fold", None, 405, "use POST"),
+        ("GET", "/nothing", None, 404, "no endpoint"),
+    ],
+)
+def test_bad_requests_get_a_json_4xx_and_the_server_goes_on(
+    swept_state: State, method: str, path: str, body: Any, status: int, says: str
+) -> None:
+    limits = Limits(max_body_bytes=4096, max_fold_items=10)
+    service = Service(LiveState(swept_state), limits=limits).start()
+    try:
+        answer = call(service.url + API + path, method, body)
+        assert answer.status == status, answer.body
+        error = answer.json()["error"]
+        assert error["status"] == status and says in error["message"]
+        if status == 405:
+            assert answer.headers["Allow"] in ("GET", "POST")
+        assert call(service.url + API + "/stats").status == 200
+    finally:
+        service.stop()
+
+
+def test_a_bearer_token_guards_everything_but_liveness(swept_state: State) -> None:
+    service = Service(LiveState(swept_state), token="s3cret").start()
+    try:
+        assert call(service.url + "/healthz").status == 200
+        for path in ("/", "/metrics", API + "/stats", API + "/openapi.json"):
+            refused = call(service.url + path)
+            assert refused.status == 401 and refused.json()["error"]["code"] == "unauthorized"
+            assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+            wrong = call(service.url + path, headers={"Authorization": "Bearer nope"})
+            assert wrong.status == 401
+            right = call(service.url + path, headers={"Authorization": "Bearer s3cret"})
+            assert right.status == 200
+        assert call(service.url + "/?access_token=s3cret").status == 200  # how a browser opens it
+        spec = call(service.url + API + "/openapi.json?access_token=s3cret").json()
+        assert spec["security"] == [{"bearer": []}]
+    finally:
+        service.stop()
+
+
+def test_no_state_yet_is_a_503_and_a_lent_state_answers(swept_state: State) -> None:
+    source = LiveState(why_none="the run has not started")
+    service = Service(source).start()
+    try:
+        waiting = call(service.url + API + "/stats")
+        assert waiting.status == 503 and "has not started" in waiting.json()["error"]["message"]
+        assert waiting.headers["Retry-After"] == "1"
+        source.attach(swept_state)
+        assert call(service.url + API + "/stats").status == 200
+        source.detach("the run has ended")
+        assert call(service.url + API + "/stats").status == 503
+    finally:
+        service.stop()
+
+
+def test_a_silent_client_does_not_hold_up_the_others(service: Service) -> None:
+    host, port = service.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as silent:
+        silent.sendall(b"POST /api/v1/similar HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")
+        assert call(service.url + API + "/stats").status == 200

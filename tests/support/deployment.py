@@ -1,0 +1,144 @@
+"""A Kafka deployment of a test: its topics and its `neardup worker` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from kafka import KafkaConsumer, KafkaProducer
+from neardup.streams.detection.event_clusters import clusters_from_events
+
+__all__ = ["PARTITIONS", "SETTLE_SECONDS", "Deployment"]
+
+PARTITIONS = 4
+#: how long a run may take to reach the expected clusters (workers start in ~8 s)
+SETTLE_SECONDS = 90.0
+
+
+class Deployment:
+    """Topic names of one test (a fresh app id, so tests never share topics or groups)."""
+
+    def __init__(self, broker: str, root: Path, max_record_bytes: int = 64 * 1024) -> None:
+        self.broker = broker
+        self.max_record_bytes = max_record_bytes
+        self.root = root
+        self.app_id = f"nd-{uuid.uuid4().hex[:8]}"
+        self.pages = f"{self.app_id}.pages"
+        self.events = f"{self.app_id}.events"
+        self.dead_letters = f"{self.app_id}.dead-letter"
+        self.workers: list[subprocess.Popen[bytes]] = []
+
+    def start_worker(self, name: str, *extra: str) -> subprocess.Popen[bytes]:
+        """A `neardup worker` process with its own state directory (``extra``: more options)."""
+        state = self.root / name
+        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "neardup.streams",
+                "worker",
+                "--broker",
+                self.broker,
+                "--state",
+                str(state),
+                "--partitions",
+                str(PARTITIONS),
+                "--app-id",
+                self.app_id,
+                "--pages-topic",
+                self.pages,
+                "--events-topic",
+                self.events,
+                "--dead-letter-topic",
+                self.dead_letters,
+                "--max-record-bytes",
+                str(self.max_record_bytes),
+                "--batch-size",
+                "32",
+                "--loglevel",
+                "info",
+                *extra,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
+        )
+        log.close()
+        self.workers.append(process)
+        return process
+
+    def publish(self, lines: list[bytes]) -> None:
+        producer = KafkaProducer(bootstrap_servers=self.broker, linger_ms=5)
+        try:
+            for line in lines:
+                try:
+                    key = str(json.loads(line).get("url", "")).encode()
+                except (ValueError, AttributeError):
+                    key = b""
+                producer.send(self.pages, key=key or None, value=line)
+            producer.flush(timeout=30)
+        finally:
+            producer.close()
+
+    def read(self, topic: str, idle_ms: int = 3000) -> list[dict[str, object]]:
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=self.broker,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=idle_ms,
+        )
+        try:
+            return [json.loads(message.value) for message in consumer]
+        finally:
+            consumer.close()
+
+    def clusters(self) -> set[frozenset[str]]:
+        events = self.read(self.events)
+        return {frozenset(line["members"]) for line in clusters_from_events(events)}  # type: ignore[arg-type]
+
+    def wait_for(self, expected: set[frozenset[str]]) -> set[frozenset[str]]:
+        deadline = time.monotonic() + SETTLE_SECONDS
+        found: set[frozenset[str]] = set()
+        while time.monotonic() < deadline:
+            self.check_alive()
+            found = self.clusters()
+            if found == expected:
+                return found
+            time.sleep(2)
+        return found
+
+    def wait_for_events(self) -> None:
+        """Until the events topic holds something: the workers are at work."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while not self.read(self.events, idle_ms=1000) and time.monotonic() < deadline:
+            time.sleep(0.5)
+
+    @staticmethod
+    def kill(process: subprocess.Popen[bytes]) -> None:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def check_alive(self) -> None:
+        for process in self.workers:
+            if process.poll() is not None and process.returncode not in (0, -signal.SIGKILL):
+                logs = "\n".join(p.read_text()[-3000:] for p in self.root.glob("*.log"))
+                raise AssertionError(f"a worker exited with {process.returncode}:\n{logs}")
+
+    def stop(self) -> None:
+        for process in self.workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.workers:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
