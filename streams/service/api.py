@@ -19,7 +19,7 @@ from neardup.state import State
 
 from ..detection import format_id
 from ..running import queries, reports
-from .errors import BadRequestError, MethodNotAllowedError, NotFoundError, PayloadTooLargeError
+from .errors import BadRequestError, MethodNotAllowedError, NotFoundError
 from .metrics import size_class_label
 from .sources import StateSource
 from .timeline import Timeline
@@ -162,7 +162,7 @@ class Api:
         threshold = _field(body, "threshold", float)
         _only(body, {"items", "threshold"})
         if len(raw_items) > self.limits.max_fold_items:
-            raise PayloadTooLargeError(
+            raise BadRequestError(
                 f"{len(raw_items)} items to fold, over the limit of {self.limits.max_fold_items}"
             )
         items = [_fold_item(item, at) for at, item in enumerate(raw_items)]

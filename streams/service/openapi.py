@@ -211,7 +211,7 @@ def _operation(
     if not_found:
         responses["404"] = {"description": "the URL or cluster is not in the state", **error}
     if body is not None:
-        responses["413"] = {"description": "the body or the item count is over the limit", **error}
+        responses["413"] = {"description": "the body is over the limit", **error}
     operation: dict[str, Any] = {"summary": summary, "responses": responses}
     if parameters:
         operation["parameters"] = parameters

@@ -149,7 +149,7 @@ def test_stats_and_dashboard_read_the_state_counters(service: Service, swept_sta
         ("POST", "/similar", {"content": "x", "colour": "red"}, 400, "unknown fields: colour"),
         ("POST", "/similar", {"content": "x", "min_resemblance": 2}, 400, "from 0 to 1"),
         ("POST", "/similar", b"x" * 5000, 413, "over the limit"),
-        ("POST", "/fold", {"items": ["u"] * 11}, 413, "over the limit of 10"),
+        ("POST", "/fold", {"items": ["u"] * 11}, 400, "over the limit of 10"),
         ("POST", "/fold", {"items": [3]}, 400, "items[0] must be a URL"),
         ("POST", "/fold", {"items": [{"url": "u"}]}, 400, "items[0]: the field 'content'"),
         ("POST", "/fold", {"items": "u"}, 400, "must be a list"),
