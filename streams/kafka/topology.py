@@ -40,8 +40,8 @@ from ..running.inputs import DeadLetter
 from ..service import LiveState, Service
 from . import page_batches, transport
 from .config import WorkerConfig
+from .lending import Lender
 from .log_detector import LogDetector, Staged
-from .owner import OWNER_KEY, advertisement
 
 __all__ = ["build_app", "internal_topics"]
 
@@ -184,24 +184,39 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
                 await stop_worker(error)
                 return
             detector = LogDetector(state, log_name)
-            await lend(state)
+            if lender is not None:
+                await lender.opened(state)
             try:
                 async for batch in stream.take_events(_DETECT_MESSAGES, within=config.batch_wait):
                     await detect_batch(detector, batch, run)
             except StateError as error:
                 await stop_worker(error)
             finally:
-                if service is not None and isinstance(service.source, LiveState):
-                    await run(service.source.detach, "this worker no longer holds the detector")
+                if lender is not None:
+                    await lender.closing()
                 await run(state.close)
 
-    async def lend(state: State) -> None:
-        """Serve queries from the state while this worker holds it, and say so."""
-        if service is None or not isinstance(service.source, LiveState):
-            return
-        service.source.attach(state)
-        url = config.advertise or service.advertised_url
-        await produce(config.service_topic, OWNER_KEY, advertisement(url), 0)
+    lender: Lender | None = None
+    if service is not None and isinstance(service.source, LiveState):
+        lender = Lender(
+            service,
+            service.source,
+            log_name,
+            config.service_topic,
+            config.advertise or service.advertised_url,
+            produce,
+        )
+        held = lender
+
+        # Faust sends each signal with the set of partitions as its one argument
+        async def assigned(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
+            await held.assigned(partitions[0] if partitions else ())
+
+        async def revoked(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
+            await held.revoked(partitions[0] if partitions else ())
+
+        app.on_partitions_assigned.connect(assigned)
+        app.on_partitions_revoked.connect(revoked)
 
     async def detect_batch(
         detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]

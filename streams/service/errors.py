@@ -1,13 +1,13 @@
 """What a request can get wrong, as HTTP answers with a JSON body.
 
-    ApiError                    any refused request: status, code, message
-    ├── BadRequestError         400: malformed JSON, a missing or wrong-typed field or
-    │                           parameter, too many fold items
-    ├── UnauthorizedError       401: no bearer token, or the wrong one (``--api-token``)
-    ├── NotFoundError           404: an unknown path, URL or cluster
-    ├── MethodNotAllowedError   405: a known path asked with another method
-    ├── PayloadTooLargeError    413: a body over the documented limit
-    └── UnavailableError        503: no state to answer from (yet)
+ApiError                    any refused request: status, code, message
+├── BadRequestError         400: malformed JSON, a missing or wrong-typed field or
+│                           parameter, too many fold items
+├── UnauthorizedError       401: no bearer token, or the wrong one (``--api-token``)
+├── NotFoundError           404: an unknown path, URL or cluster
+├── MethodNotAllowedError   405: a known path asked with another method
+├── PayloadTooLargeError    413: a body over the documented limit
+└── UnavailableError        503: no state to answer from (yet)
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # a `_created` series per counter and histogram doubles what a scrape says, for a start time
 # that Prometheus itself does not use (process-wide: the client has no per-registry switch)
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 #: a batch's stages take from well under a millisecond to seconds (a commit that waits for a
 #: flush)
