@@ -36,6 +36,11 @@ __all__ = [
     "worker_config",
 ]
 
+#: the interpreter's thread switch interval while a runtime serves queries: the detector holds
+#: the GIL between switches, and a query waits for it at each of its state reads (the
+#: default 5 ms makes a query of a hundred reads wait hundreds of milliseconds)
+QUERY_SWITCH_INTERVAL = 0.0002
+
 #: ``serve`` sees no batches: growth is that of the largest clusters, sample to sample
 _FOLLOWED = 1000
 
@@ -137,6 +142,7 @@ def _serve_while_running(
         return None
     source = LiveState(state)
     service = Service(source, args.http, args.api_token).start()
+    sys.setswitchinterval(QUERY_SWITCH_INTERVAL)
     stack.callback(source.detach, "the run has ended")
     stack.callback(service.stop)
     print(f"neardup: serving {service.url}", file=sys.stderr, flush=True)

@@ -1,0 +1,316 @@
+"""The service under load: ``python -m bench.service_load``.
+
+On a state of ``--docs`` documents (default 100k), a further ``--more`` documents are
+ingested at full speed (``neardup run``, ``--prepare process``), three ways, from copies of
+the same state, in rounds:
+
+* plain: no service;
+* scraped: ``--http``, with /metrics scraped every second (Prometheus scrapes every 15 s by
+  default: this is fifteen times that);
+* queried: ``--http``, with similar-document queries (POST /api/v1/similar, the posted
+  content a page of the corpus with a tenth of its words changed) sent open-loop at
+  ``--rate`` per second from four client threads, each latency measured from the query's
+  scheduled time;
+* followed: the same queries to a ``neardup serve`` process reading the state the run
+  writes (a second process, so no shared interpreter lock).
+
+Reported: ingestion seconds of each (median of the rounds) and the slowdowns against
+plain; query latency p50/p99 and the share answered; and, once ingestion has stopped, the
+queries per second the service answers closed-loop (four threads) on the same state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .corpus import iter_pages, write_jsonl
+
+__all__ = ["main"]
+
+_THREADS = 4
+
+
+def _neardup(*args: str) -> list[str]:
+    return [sys.executable, "-m", "neardup.streams", *args]
+
+
+class _Client:
+    """One keep-alive connection per thread."""
+
+    def __init__(self, base: str) -> None:
+        host, port = base.removeprefix("http://").split(":")
+        self._local = threading.local()
+        self._address = (host, int(port))
+
+    def post(self, path: str, body: bytes) -> int:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = http.client.HTTPConnection(*self._address, timeout=30)
+            self._local.connection = connection
+        try:
+            connection.request("POST", path, body, {"Content-Type": "application/json"})
+            answer = connection.getresponse()
+            answer.read()
+        except (OSError, http.client.HTTPException) as error:
+            connection.close()
+            self._local.connection = None
+            raise OSError(str(error)) from error
+        return answer.status
+
+    def get(self, path: str) -> bytes:
+        connection = http.client.HTTPConnection(*self._address, timeout=30)
+        try:
+            connection.request("GET", path)
+            return connection.getresponse().read()
+        finally:
+            connection.close()
+
+
+def _start(state: Path, corpus: Path, http_on: bool) -> tuple[subprocess.Popen[bytes], str | None]:
+    command = _neardup("run", "--quiet", "--state", str(state), str(corpus))
+    if http_on:
+        command += ["--http", "127.0.0.1:0"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE)
+    base = None
+    if http_on:
+        assert process.stderr is not None
+        line = process.stderr.readline().decode()
+        found = re.search(r"serving (http://\S+)", line)
+        if found is None:
+            raise RuntimeError(f"no service address from neardup run: {line!r}")
+        base = found.group(1)
+    return process, base
+
+
+def _finish(process: subprocess.Popen[bytes], started: float) -> float:
+    _, errors = process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"neardup run failed: {errors.decode()[-2000:]}")
+    return time.perf_counter() - started
+
+
+def _ingest_plain(state: Path, corpus: Path) -> float:
+    started = time.perf_counter()
+    process, _ = _start(state, corpus, False)
+    return _finish(process, started)
+
+
+def _ingest_scraped(state: Path, corpus: Path) -> tuple[float, int]:
+    started = time.perf_counter()
+    process, base = _start(state, corpus, True)
+    assert base is not None
+    client = _Client(base)
+    scrapes = 0
+    while process.poll() is None:
+        try:
+            client.get("/metrics")
+            scrapes += 1
+        except OSError:
+            break  # the run ended between the poll and the scrape
+        time.sleep(1.0)
+    return _finish(process, started), scrapes
+
+
+def _ingest_queried(
+    state: Path, corpus: Path, bodies: list[bytes], rate: float, follower: bool = False
+) -> tuple[float, list[float], int]:
+    """Ingestion while queries go to the run's own service, or (``follower``) to a
+    `neardup serve` process reading the same state."""
+    serving = None
+    if follower:
+        serving = subprocess.Popen(
+            _neardup("serve", "--state", str(state), "--http", "127.0.0.1:0"),
+            stderr=subprocess.PIPE,
+        )
+        assert serving.stderr is not None
+        base: str | None = serving.stderr.readline().decode().split()[-1]
+    started = time.perf_counter()
+    process, own = _start(state, corpus, not follower)
+    base = base if follower else own
+    assert base is not None
+    client = _Client(base)
+    latencies: list[float] = []
+    failures = [0]
+    lock = threading.Lock()
+    begin = time.perf_counter()
+    sent = [0]
+
+    def worker(offset: int) -> None:
+        i = offset
+        while process.poll() is None:
+            due = begin + i / rate
+            wait = due - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            try:
+                status = client.post("/api/v1/similar", bodies[i % len(bodies)])
+            except OSError:
+                status = 0
+            spent = time.perf_counter() - due
+            with lock:
+                sent[0] += 1
+                if status == 200:
+                    latencies.append(spent)
+                else:
+                    failures[0] += 1
+            i += _THREADS
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(_THREADS)]
+    for thread in threads:
+        thread.start()
+    seconds = _finish(process, started)
+    for thread in threads:
+        thread.join()
+    if serving is not None:
+        serving.terminate()
+        serving.communicate()
+    return seconds, latencies, failures[0]
+
+
+def _closed_loop(state: Path, bodies: list[bytes], seconds: float) -> float:
+    process = subprocess.Popen(
+        _neardup("serve", "--state", str(state), "--http", "127.0.0.1:0"), stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        base = process.stderr.readline().decode().split()[-1]
+        client = _Client(base)
+        done = [0]
+        lock = threading.Lock()
+        stop = time.perf_counter() + seconds
+
+        def worker(offset: int) -> None:
+            i = offset
+            while time.perf_counter() < stop:
+                if client.post("/api/v1/similar", bodies[i % len(bodies)]) != 200:
+                    raise RuntimeError("a query failed on an idle service")
+                with lock:
+                    done[0] += 1
+                i += _THREADS
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(_THREADS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return done[0] / seconds
+    finally:
+        process.terminate()
+        process.communicate()
+
+
+def _queries(corpus: Path, count: int, seed: int) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    lines = corpus.read_text(encoding="utf-8").splitlines()
+    bodies = []
+    for index in rng.choice(len(lines), size=count, replace=False):
+        words = json.loads(lines[int(index)])["content"].split(" ")
+        for at in rng.choice(len(words), size=len(words) // 10, replace=False):
+            words[int(at)] = "edited"
+        bodies.append(json.dumps({"content": " ".join(words), "limit": 10}).encode())
+    return bodies
+
+
+def _percentile(values: Any, q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 2) if len(values) else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--more", type=int, default=30_000)
+    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="neardup-service-bench-") as tmp:
+        work = Path(tmp)
+        pages = iter_pages(args.docs + args.more, args.seed)
+        base_corpus, more_corpus = work / "base.jsonl", work / "more.jsonl"
+        write_jsonl((next(pages) for _ in range(args.docs)), str(base_corpus))
+        write_jsonl(pages, str(more_corpus))
+        built = work / "built"
+        print(f"building the {args.docs}-document state ...", file=sys.stderr)
+        build_seconds = _ingest_plain(built, base_corpus)
+        bodies = _queries(base_corpus, 2000, args.seed)
+        plain: list[float] = []
+        scraped: list[float] = []
+        queried: list[float] = []
+        followed: list[float] = []
+        latencies: list[float] = []
+        follower_latencies: list[float] = []
+        failures = follower_failures = 0
+        for round_ in range(args.rounds):
+            for kind in ("plain", "scraped", "queried", "followed"):
+                state = work / f"{kind}-{round_}"
+                shutil.copytree(built, state)
+                if kind == "plain":
+                    plain.append(_ingest_plain(state, more_corpus))
+                elif kind == "scraped":
+                    scraped.append(_ingest_scraped(state, more_corpus)[0])
+                elif kind == "queried":
+                    seconds, lat, failed = _ingest_queried(state, more_corpus, bodies, args.rate)
+                    queried.append(seconds)
+                    latencies += lat
+                    failures += failed
+                else:
+                    seconds, lat, failed = _ingest_queried(
+                        state, more_corpus, bodies, args.rate, follower=True
+                    )
+                    followed.append(seconds)
+                    follower_latencies += lat
+                    follower_failures += failed
+                print(f"round {round_ + 1} {kind}: done", file=sys.stderr)
+                if kind != "queried" or round_ < args.rounds - 1:
+                    shutil.rmtree(state)
+        last = work / f"queried-{args.rounds - 1}"
+        capacity = _closed_loop(last, bodies, 20.0)
+    ms = np.array(latencies) * 1000
+    follower_ms = np.array(follower_latencies) * 1000
+    report: dict[str, Any] = {
+        "docs": args.docs,
+        "more": args.more,
+        "rate": args.rate,
+        "rounds": args.rounds,
+        "build_seconds": round(build_seconds, 2),
+        "plain_seconds": [round(s, 2) for s in plain],
+        "scraped_seconds": [round(s, 2) for s in scraped],
+        "queried_seconds": [round(s, 2) for s in queried],
+        "metrics_slowdown": round(statistics.median(scraped) / statistics.median(plain) - 1, 4),
+        "query_slowdown": round(statistics.median(queried) / statistics.median(plain) - 1, 4),
+        "queries_answered": len(latencies),
+        "queries_failed": failures,
+        "query_p50_ms": round(float(np.percentile(ms, 50)), 2) if len(ms) else None,
+        "query_p99_ms": round(float(np.percentile(ms, 99)), 2) if len(ms) else None,
+        "followed_seconds": [round(s, 2) for s in followed],
+        "follower_slowdown": round(statistics.median(followed) / statistics.median(plain) - 1, 4),
+        "follower_queries_answered": len(follower_latencies),
+        "follower_queries_failed": follower_failures,
+        "follower_p50_ms": _percentile(follower_ms, 50),
+        "follower_p99_ms": _percentile(follower_ms, 99),
+        "closed_loop_queries_per_second": round(capacity, 1),
+    }
+    print(json.dumps(report, indent=2))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
