@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench usage clean
+.PHONY: demo test lint typecheck unit bench bench-service usage clean
 
 $(BIN)/.ready: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("neardup needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -38,6 +38,10 @@ typecheck: $(BIN)/.ready
 bench: $(BIN)/.ready
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python -m bench --docs 20000 --repeat 3 --out out/bench-20k.json
+
+# the service under load: queries and scrapes while a 100k-document state ingests 30k more
+bench-service: $(BIN)/.ready
+	$(BIN)/python -m bench.service_load --docs 100000 --more 30000 --rounds 3 --out out/service-load-100k.json
 
 # the README's usage block, from the command table (a test fails when they disagree)
 usage: $(BIN)/.ready

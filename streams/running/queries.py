@@ -150,18 +150,12 @@ def similar_to_stored(state: State, url: str, limit: int) -> dict[str, Any]:
     cluster (its other versions included), most similar first. Every stored document that
     resembles it at the threshold or more is in that cluster; for the documents below the
     threshold, query with the content itself (``neardup query FILE``)."""
-    view = state.view()
-    doc_id = _latest(view, url)
-    if doc_id is None:
-        return {"url": url, "known": False, "matches": []}
-    root = view.clusters.find(doc_id)
-    return {
-        "url": url,
-        "known": True,
-        "doc": _doc(view, doc_id),
-        "cluster": format_id(root),
-        "matches": _ranked_members(view, state, doc_id, root, limit, skip_url=None),
-    }
+    answer = cluster_of_url(state, url)
+    if not answer["known"]:
+        return {**answer, "matches": []}
+    doc_id, root = parse_id(answer["doc"]["id"]), parse_id(answer["cluster"])
+    matches = _ranked_members(state.view(), state, doc_id, root, limit, skip_url=None)
+    return {**answer, "matches": matches}
 
 
 def history(state: State, url: str) -> dict[str, Any]:

@@ -35,6 +35,16 @@ def _list(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": "array", "items": item}
 
 
+#: a stored document ranked by its resemblance and containment to another
+_RANKED = {
+    "url": _TEXT,
+    "fetched_at": _NULLABLE_TEXT,
+    "id": _ID,
+    "resemblance": _FRACTION,
+    "containment": _FRACTION,
+    "contains": _FRACTION,
+}
+
 _SCHEMAS: dict[str, Any] = {
     "Error": _object(
         {
@@ -44,24 +54,10 @@ _SCHEMAS: dict[str, Any] = {
         }
     ),
     "Doc": _object({"id": _ID, "url": _NULLABLE_TEXT, "fetched_at": _NULLABLE_TEXT}),
-    "Ranked": _object(
-        {
-            "url": _TEXT,
-            "fetched_at": _NULLABLE_TEXT,
-            "id": _ID,
-            "resemblance": _FRACTION,
-            "containment": _FRACTION,
-            "contains": _FRACTION,
-        }
-    ),
+    "Ranked": _object(_RANKED),
     "Match": _object(
         {
-            "url": _TEXT,
-            "fetched_at": _NULLABLE_TEXT,
-            "id": _ID,
-            "resemblance": _FRACTION,
-            "containment": _FRACTION,
-            "contains": _FRACTION,
+            **_RANKED,
             "exact": {"type": "boolean"},
             "method": {"type": "string", "enum": ["exact", "canonical", "shingle", "near"]},
             "cluster": _ID,
@@ -78,6 +74,7 @@ _ANSWERS: dict[str, Any] = {
             "known": {"type": "boolean"},
             "doc": _ref("Doc"),
             "cluster": _ID,
+            "size": _COUNT,
             "matches": _list(_ref("Ranked")),
         }
     ),
