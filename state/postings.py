@@ -31,7 +31,6 @@ from .transaction import Transaction
 __all__ = ["INDEX_TABLES", "IndexTable", "Meetings", "PostingIndex", "read_key_filter"]
 
 #: the tables that are posting indexes
-#: the tables that are posting indexes
 IndexTable = Literal["supershingles", "shingles"]
 INDEX_TABLES: tuple[IndexTable, ...] = get_args(IndexTable)
 

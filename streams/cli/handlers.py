@@ -145,7 +145,7 @@ def _serve_while_running(
     sys.setswitchinterval(QUERY_SWITCH_INTERVAL)
     stack.callback(source.detach, "the run has ended")
     stack.callback(service.stop)
-    print(f"neardup: serving {service.url}", file=sys.stderr, flush=True)
+    service.announce()
     return service
 
 
@@ -160,7 +160,7 @@ def serve(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: stopping.set())
     try:
         service = Service(source, args.http, args.api_token, followed=_FOLLOWED).start()
-        print(f"neardup: serving {service.url}", file=sys.stderr, flush=True)
+        service.announce()
         stopping.wait()
         service.stop()
     finally:

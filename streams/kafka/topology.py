@@ -122,9 +122,15 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
     pages = topic(config.pages_topic, config.partitions)
     prepared = topic(log_name, 1)
 
-    async def produce(name: str, key: bytes | None, value: bytes, partition: int | None) -> None:
+    async def produce(
+        name: str,
+        key: bytes | None,
+        value: bytes,
+        partition: int | None,
+        timestamp: float | None = None,
+    ) -> None:
         # the producer itself, not Topic.send: Faust's channel machinery costs more than the send
-        await app.producer.send(name, key, value, partition, None, None)
+        await app.producer.send(name, key, value, partition, timestamp, None)
 
     async def reject(message: Any, error: BadRecordError) -> None:
         await produce(config.dead_letter_topic, message.key, _dead_letter(message, error), None)
@@ -166,7 +172,7 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
                 # timestamp: the detector measures publish-to-event latency from it
                 published = min((e.message.timestamp or time.time()) for e in batch)
                 for message in messages:
-                    await app.producer.send(log_name, None, message, 0, published, None)
+                    await produce(log_name, None, message, 0, published)
                 measure_lag(batch[-1].message)
 
     @app.agent(prepared)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import time
 
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -83,7 +82,7 @@ def start_service(config: WorkerConfig) -> Service | None:
     )
     locate = OwnerLocator(config.broker, config.service_topic)
     service = Service(source, config.http, config.api_token, locate=locate).start()
-    print(f"neardup: serving {service.url}", file=sys.stderr, flush=True)
+    service.announce()
     return service
 
 

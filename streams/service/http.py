@@ -18,6 +18,7 @@ import hmac
 import json
 import logging
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from http import HTTPStatus
@@ -116,6 +117,10 @@ class Service:
         if name in ("0.0.0.0", "::"):
             return f"http://{socket.gethostname()}:{port}"
         return self.url
+
+    def announce(self) -> None:
+        """Say on stderr where the service is: ``neardup: serving URL`` (port 0 picked one)."""
+        print(f"neardup: serving {self.url}", file=sys.stderr, flush=True)
 
     def start(self) -> Service:
         self.timeline.start()

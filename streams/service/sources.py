@@ -47,12 +47,9 @@ class LiveState:
         with self._changed:
             self._state = state
 
-    def detach(self, why: str) -> None:
-        """Take the state back; returns once no request reads it, so it may be closed."""
-        self.detach_state(why)
-
-    def detach_state(self, why: str) -> State | None:
-        """``detach``, returning the state it held."""
+    def detach(self, why: str) -> State | None:
+        """Take the state back (returned, if one was lent) once no request reads it, so that
+        it may be closed."""
         with self._changed:
             state, self._state = self._state, None
             self._why_none = why
@@ -108,11 +105,11 @@ class FollowedState:
                 state.catch_up()
         if outdated:
             old, self._lent = self._lent, LiveState(State.follow(self._path))
-            retired = old.detach_state("a newer follower answers")
+            retired = old.detach("a newer follower answers")
             if retired is not None:
                 retired.close()
 
     def close(self) -> None:
-        state = self._lent.detach_state("the server is stopping")
+        state = self._lent.detach("the server is stopping")
         if state is not None:
             state.close()

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import Counter, Gauge
+
 from ..detection import METHODS, BatchResult, ClusterMerged, Duplicate
 from ..detection.result import Stage
 from .errors import UnavailableError
@@ -139,17 +141,12 @@ class Timeline:
                     self.growth.add(root, size - before, now)
             self._sizes = sizes
         with self._lock:
-            self._samples.append(_Sample(now, numbers, self._dead_letters(), self._lag()))
+            lag = _total(self.metrics.consumer_lag)
+            self._samples.append(_Sample(now, numbers, _total(self.metrics.dead_letters), lag))
 
     def samples(self, since: float = 0.0) -> list[dict[str, Any]]:
         with self._lock:
             return [s.to_json() for s in self._samples if s.at > since]
-
-    def _dead_letters(self) -> int:
-        return int(sum(_values(self.metrics, "neardup_dead_letters_total")))
-
-    def _lag(self) -> int:
-        return int(sum(_values(self.metrics, "neardup_consumer_lag_messages")))
 
     def start(self) -> None:
         self.sample()
@@ -166,10 +163,7 @@ class Timeline:
             self._thread.join()
 
 
-def _values(metrics: Metrics, name: str) -> list[float]:
-    """The current values of one of the process's own instruments (every label)."""
-    found: list[float] = []
-    for family in (metrics.dead_letters, metrics.consumer_lag):
-        for metric in family.collect():
-            found += [s.value for s in metric.samples if s.name == name]
-    return found
+def _total(instrument: Counter | Gauge) -> int:
+    """The sum of one of the process's own instruments over its labels (``metrics.py`` turns
+    the ``_created`` series off, so every sample is a value)."""
+    return int(sum(s.value for metric in instrument.collect() for s in metric.samples))
