@@ -42,6 +42,7 @@ from .corpus import iter_pages, write_jsonl
 __all__ = ["main"]
 
 _THREADS = 4
+_KINDS = ("plain", "scraped", "queried", "followed")
 
 
 def _neardup(*args: str) -> list[str]:
@@ -229,6 +230,10 @@ def _percentile(values: Any, q: float) -> float | None:
     return round(float(np.percentile(values, q)), 2) if len(values) else None
 
 
+def _slowdown(seconds: list[float], plain: list[float]) -> float | None:
+    return round(statistics.median(seconds) / statistics.median(plain) - 1, 4) if seconds else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=100_000)
@@ -237,7 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--kinds",
+        default=",".join(_KINDS),
+        help="the ways to ingest, comma-separated (plain is always run: it is the reference)",
+    )
     args = parser.parse_args(argv)
+    kinds = [k for k in _KINDS if k == "plain" or k in args.kinds.split(",")]
     with tempfile.TemporaryDirectory(prefix="neardup-service-bench-") as tmp:
         work = Path(tmp)
         pages = iter_pages(args.docs + args.more, args.seed)
@@ -256,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         follower_latencies: list[float] = []
         failures = follower_failures = 0
         for round_ in range(args.rounds):
-            for kind in ("plain", "scraped", "queried", "followed"):
+            for kind in kinds:
                 state = work / f"{kind}-{round_}"
                 shutil.copytree(built, state)
                 if kind == "plain":
@@ -276,10 +287,9 @@ def main(argv: list[str] | None = None) -> int:
                     follower_latencies += lat
                     follower_failures += failed
                 print(f"round {round_ + 1} {kind}: done", file=sys.stderr)
-                if kind != "queried" or round_ < args.rounds - 1:
+                if kind != kinds[-1] or round_ < args.rounds - 1:
                     shutil.rmtree(state)
-        last = work / f"queried-{args.rounds - 1}"
-        capacity = _closed_loop(last, bodies, 20.0)
+        capacity = _closed_loop(work / f"{kinds[-1]}-{args.rounds - 1}", bodies, 20.0)
     ms = np.array(latencies) * 1000
     follower_ms = np.array(follower_latencies) * 1000
     report: dict[str, Any] = {
@@ -291,14 +301,14 @@ def main(argv: list[str] | None = None) -> int:
         "plain_seconds": [round(s, 2) for s in plain],
         "scraped_seconds": [round(s, 2) for s in scraped],
         "queried_seconds": [round(s, 2) for s in queried],
-        "metrics_slowdown": round(statistics.median(scraped) / statistics.median(plain) - 1, 4),
-        "query_slowdown": round(statistics.median(queried) / statistics.median(plain) - 1, 4),
+        "metrics_slowdown": _slowdown(scraped, plain),
+        "query_slowdown": _slowdown(queried, plain),
         "queries_answered": len(latencies),
         "queries_failed": failures,
-        "query_p50_ms": round(float(np.percentile(ms, 50)), 2) if len(ms) else None,
-        "query_p99_ms": round(float(np.percentile(ms, 99)), 2) if len(ms) else None,
+        "query_p50_ms": _percentile(ms, 50),
+        "query_p99_ms": _percentile(ms, 99),
         "followed_seconds": [round(s, 2) for s in followed],
-        "follower_slowdown": round(statistics.median(followed) / statistics.median(plain) - 1, 4),
+        "follower_slowdown": _slowdown(followed, plain),
         "follower_queries_answered": len(follower_latencies),
         "follower_queries_failed": follower_failures,
         "follower_p50_ms": _percentile(follower_ms, 50),

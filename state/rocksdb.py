@@ -302,6 +302,17 @@ class RocksDBStore(Store):
         # when it reopens): a change there means files this follower's memory may mask
         return self.follower and self._manifest() != self._opened_manifest
 
+    def writer_log(self) -> tuple[str, int] | None:
+        if not self.follower:
+            return None
+        newest = ("", -1)
+        for log in self.path.glob("*.log"):  # numbered: the newest has the highest number
+            try:
+                newest = max(newest, (log.name.rjust(16, "0"), log.stat().st_size))
+            except FileNotFoundError:  # deleted by a flush since the listing
+                continue
+        return newest
+
     def _manifest(self) -> tuple[str, int]:
         try:
             name = (self.path / "CURRENT").read_text().strip()

@@ -105,8 +105,13 @@ class State:
 
     @property
     def outdated(self) -> bool:
-        """A follower that must be opened again to see the writer's latest writes."""
+        """A follower whose writer has flushed since it opened (see ``Store.outdated``)."""
         return self.store.outdated()
+
+    @property
+    def writer_log(self) -> tuple[str, int] | None:
+        """Where a follower's writer's log ends: it moves while the writer writes."""
+        return self.store.writer_log()
 
     def view(self) -> StateView:
         return StateView(self.store, self.settings, self.key_filter)

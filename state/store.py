@@ -80,10 +80,17 @@ class Store(abc.ABC):
         already."""
 
     def outdated(self) -> bool:
-        """True for a follower that ``catch_up`` cannot bring up to date: it must be opened
-        again (a RocksDB secondary instance keeps the log entries it replayed in memory, above
-        the files the writer flushed them to since). Never for a writer."""
+        """True for a follower whose writer has changed its files (flushed or compacted) since
+        the follower opened. Until the writer logs another write, ``catch_up`` cannot bring
+        such a follower up to date: a RocksDB secondary instance keeps the log entries it
+        replayed in memory, above the files the writer flushed them to (it lets go of them
+        when the writer's next log file has an entry). Never for a writer."""
         return False
+
+    def writer_log(self) -> tuple[str, int] | None:
+        """For a follower, where the writer's write-ahead log ends (its newest file and that
+        file's size): it moves while the writer writes. None for a writer."""
+        return None
 
     def disk_bytes(self, flush: bool = True) -> int:
         """Bytes the store occupies on disk (0 for memory). With ``flush``, what is buffered in

@@ -428,11 +428,16 @@ def test_a_follower_reads_what_a_writer_commits_and_never_creates_a_state(
         follower.catch_up()
         assert follower.view().counters.get("documents") == 3
         assert not follower.outdated
+        assert writer.writer_log is None
+        log = follower.writer_log
         view = writer.view()
         view.counters.add("documents", 4)
         view.commit()
+        assert follower.writer_log != log  # the writer's log moves as it writes
         writer.close()  # flushes: the follower's replayed log now hides the flushed value
         assert follower.outdated
+        follower.catch_up()
+        assert follower.view().counters.get("documents") == 3  # why a follower is reopened
         with State.follow(tmp_path / "state") as fresh:
             assert fresh.view().counters.get("documents") == 7
     finally:
