@@ -38,14 +38,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .containment_queries import containment_query_latency
 from .corpus import generate, iter_pages, write_jsonl
 from .truth import PairScores, pair_scores, pairwise_scores, true_clusters
 
 __all__ = ["Result", "main"]
 
 PEERS = {"datasketch": "datasketch", "rensa": "rensa", "gaoya": "gaoya"}
-#: neardup in one process, and with a prepare process
-NEARDUP = {"neardup": "thread", "neardup-process": "process"}
+#: neardup in one process, with a prepare process, and in one process without the
+#: containment index (what that index costs)
+NEARDUP = {"neardup": "thread", "neardup-process": "process", "neardup-no-containment": "thread"}
+_NO_CONTAINMENT = {"neardup-no-containment": ["--containment-sample", "0"]}
 SYSTEMS = (*NEARDUP, *PEERS)
 
 
@@ -130,10 +133,11 @@ def _neardup(
 ) -> tuple[float, float, Path, int]:
     state, out = work / f"{system}-state", work / f"{system}-clusters.jsonl"
     shutil.rmtree(state, ignore_errors=True)  # every round starts from nothing
+    # (the last round's state stays, for the containment queries)
     seconds, rss = _run(
         [sys.executable, "-m", "neardup.streams", "run", "--prepare", NEARDUP[system],
          "--state", str(state), "--quiet", "--threshold", str(threshold), "--clusters",
-         str(out), str(corpus)]
+         str(out), *_NO_CONTAINMENT.get(system, []), str(corpus)]
     )  # fmt: skip
     return seconds, rss, out, _disk_bytes(state)
 
@@ -244,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 result.recall_at_08 = round(_recall_of_close_pairs(predicted, scores, urls), 4)
             results.append(result)
+        queries = (
+            containment_query_latency(work / "neardup-state", corpus)
+            if "neardup" in installed
+            else None
+        )
     report = {
         "docs": args.docs,
         "seed": args.seed,
@@ -252,12 +261,29 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.repeat,
         "results": [asdict(r) for r in results],
         **{_ratio_key(system): _ratios(results, system) for system in NEARDUP},
+        "containment_cost": _containment_cost(results),
+        "containment_queries": queries,
     }
     _print_table(report)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
+
+
+def _containment_cost(results: list[Result]) -> dict[str, float] | None:
+    """What the containment index costs neardup (one process): time and bytes per document
+    on disk, against the same run without it."""
+    by_name = {r.system: r for r in results}
+    with_it, without = by_name.get("neardup"), by_name.get("neardup-no-containment")
+    if not (with_it and without and with_it.seconds and without.seconds):
+        return None
+    return {
+        "slowdown": round(with_it.seconds / without.seconds - 1, 4),
+        "bytes_per_doc_more": round(
+            (with_it.state_bytes_per_doc or 0) - (without.state_bytes_per_doc or 0), 1
+        ),
+    }
 
 
 def _ratio_key(system: str) -> str:
@@ -312,3 +338,15 @@ def _print_table(report: dict[str, object]) -> None:
                 f"{system} / fastest peer, documents/s: {ratio['median']}x (median of "
                 f"{report['rounds']} rounds: {', '.join(map(str, ratio['rounds']))})"
             )
+    cost = report.get("containment_cost")
+    if isinstance(cost, dict):
+        print(
+            f"containment index: {cost['slowdown']:+.1%} time, "
+            f"{cost['bytes_per_doc_more']:+} B/doc on disk"
+        )
+    queries = report.get("containment_queries")
+    if isinstance(queries, dict):
+        print(
+            f"containment queries ({queries['queries']} excerpts): p50 {queries['p50_ms']} ms, "
+            f"p99 {queries['p99_ms']} ms, source first {queries['source_first']:.1%}"
+        )

@@ -4,6 +4,7 @@ Nothing here does I/O; everything works on whole batches with numpy.
 """
 
 from .canonical import Tokenizer, html_to_text, looks_like_html, to_canonical_text
+from .containment import containment_keys, level_counts, sampled_at
 from .exceptions import (
     BadRecordError,
     BrokerError,
@@ -23,10 +24,11 @@ from .records import (
     page_from_json,
     page_from_mapping,
 )
-from .settings import DEFAULT_SEED, Settings, candidate_probability, choose_bands
+from .settings import DEFAULT_SEED, RUN_SETTINGS, Settings, candidate_probability, choose_bands
 from .shingles import shingle_sets
 from .sketch import (
     Estimate,
+    ExtraSample,
     Samples,
     Sketch,
     estimate,
@@ -39,9 +41,11 @@ from .supershingles import super_shingles
 __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",
     "DEFAULT_SEED",
+    "RUN_SETTINGS",
     "BadRecordError",
     "BrokerError",
     "Estimate",
+    "ExtraSample",
     "Fingerprints",
     "IncompatibleStateError",
     "NeardupError",
@@ -57,15 +61,18 @@ __all__ = [
     "Tokenizer",
     "candidate_probability",
     "choose_bands",
+    "containment_keys",
     "estimate",
     "estimate_columns",
     "estimate_pairs",
     "html_to_text",
+    "level_counts",
     "looks_like_html",
     "may_resemble",
     "normalise_fetched_at",
     "page_from_json",
     "page_from_mapping",
+    "sampled_at",
     "shingle_sets",
     "short_pairs_kept",
     "size_class",

@@ -10,6 +10,7 @@ import xxhash
 
 from ._hashing import U64, drop_repeats
 from .canonical import Tokenizer, visible_text
+from .containment import containment_keys
 from .records import Page
 from .settings import Settings
 from .shingles import shingle_sets, top_bits
@@ -20,6 +21,8 @@ __all__ = ["Fingerprints", "PreparedDoc", "Preparer"]
 
 _NO_SUPER_SHINGLES: U64 = np.zeros(0, dtype=np.uint64)
 _NO_SHINGLE_KEYS: npt.NDArray[np.uint32] = np.zeros(0, dtype=np.uint32)
+#: levels by which a stored document's containment lookups are finer than its postings
+_FINER_LOOKUP = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,24 @@ class PreparedDoc:
     #: for short documents (below ``Settings.short_limit``), the high 32 bits of their first
     #: ``Settings.short_index_prefix`` shingles (smallest fingerprints first)
     shingle_keys: npt.NDArray[np.uint32]
+    #: the containment sample (``neardup.core.containment``): the sample values whose low
+    #: ``containment_lookup`` bits are 0, what the document looks up in the containment
+    #: index; none when the settings keep no containment index
+    containment_keys: npt.NDArray[np.uint32]
+    #: the level it is posted at (its keys with that many low bits 0), and the level of
+    #: ``containment_keys``: finer when containment events are asked for, so that a large
+    #: document meets the small ones it contains as often as they meet it; 0 for a query
+    containment_level: int
+    containment_lookup: int
+
+    @property
+    def containment_posted(self) -> npt.NDArray[np.uint32]:
+        """The keys the document is posted under in the containment index."""
+        if self.containment_level <= self.containment_lookup:
+            return self.containment_keys
+        mask = np.uint32((1 << self.containment_level) - 1)
+        posted: npt.NDArray[np.uint32] = self.containment_keys[(self.containment_keys & mask) == 0]
+        return posted
 
     @property
     def shingle_count(self) -> int:
@@ -68,7 +89,9 @@ class Preparer:
         self.settings = settings
         self._tokenizer = Tokenizer(settings.seed, settings.token_unit)
 
-    def prepare(self, pages: list[Page]) -> list[PreparedDoc]:
+    def prepare(self, pages: list[Page], query: bool = False) -> list[PreparedDoc]:
+        """``query``: for documents asked about rather than stored, whose containment sample
+        is every shingle (level 0), so that each stored document is met at its own level."""
         settings = self.settings
         encoded = [page.content.encode("utf-8") for page in pages]
         # case is folded by the tokenizer, in numpy (the same as str.casefold, without the GIL)
@@ -84,10 +107,15 @@ class Preparer:
         short_limit, super_limit = settings.short_limit, settings.super_shingle_limit
         bounds = tokens.offsets.tolist()
         prepared = []
+        contained = settings.containment_sample > 0
+        # events: a large new document looks up 4x its posted keys (see containment_lookup)
+        finer = 0 if settings.containment_threshold is None else _FINER_LOOKUP
         for index, page in enumerate(pages):
             shingles = sets[index]
             count = len(shingles)
             stream = tokens.hashes[bounds[index] : bounds[index + 1]]
+            level = settings.containment_level(count)
+            lookup = 0 if query else max(0, level - finer)
             prepared.append(
                 PreparedDoc(
                     page,
@@ -102,6 +130,9 @@ class Preparer:
                     drop_repeats(top_bits(shingles[: settings.short_index_prefix(count)]))
                     if 0 < count < short_limit
                     else _NO_SHINGLE_KEYS,
+                    containment_keys(shingles, lookup) if contained else _NO_SHINGLE_KEYS,
+                    level,
+                    lookup,
                 )
             )
         return prepared

@@ -11,7 +11,13 @@ from typing import Any, Literal
 
 from .exceptions import SettingsError
 
-__all__ = ["DEFAULT_SEED", "Settings", "candidate_probability", "choose_bands"]
+__all__ = [
+    "DEFAULT_SEED",
+    "RUN_SETTINGS",
+    "Settings",
+    "candidate_probability",
+    "choose_bands",
+]
 
 #: The default seed ("neardup" in ASCII). Every hash constant is derived from the seed with
 #: splitmix64, so the same seed gives the same fingerprints, sketches and super-shingles on
@@ -55,6 +61,10 @@ def choose_bands(
             if missed <= max_false_negative:
                 return bands, rows
     return num_bins, 1
+
+
+#: the settings that shape no stored data: a state may be reopened with other values
+RUN_SETTINGS = frozenset({"posting_cap", "max_false_negative", "containment_threshold"})
 
 
 def _require(ok: bool, message: str) -> None:
@@ -101,6 +111,16 @@ class Settings:
     #: document grows with the corpus; with m = 2 the bands are chosen so that a pair at the
     #: threshold still shares two with probability 1 - ``max_false_negative``.
     min_shared_bands: int = 2
+    #: P, about how many shingles of a document the containment index keeps: a document of n
+    #: shingles keeps those whose sample value is 0 modulo m, the smallest power of two with
+    #: n / m <= P (Broder's MOD_m sample, m chosen by size); a document of at most P shingles
+    #: keeps all of them. More finds smaller excerpts and estimates containment closer, at
+    #: about 15 bytes on disk per kept shingle. 0 keeps no containment index.
+    containment_sample: int = 64
+    #: C: a new document contained at C or more in an earlier one, or containing one at C or
+    #: more, emits a ``contained`` event; None emits none. Events only: it may change between
+    #: runs of one state (from then on).
+    containment_threshold: float | None = None
     _bands_rows: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -152,6 +172,30 @@ class Settings:
             f"min_shared_bands={self.min_shared_bands!r} is out of range: use an integer from 1 "
             f"to num_bins ({self.num_bins}); 2, the default, drops pairs that meet under one "
             "band by chance",
+        )
+        _require(
+            isinstance(self.containment_sample, int) and 0 <= self.containment_sample <= 65536,
+            f"containment_sample={self.containment_sample!r} is out of range: use an integer "
+            "from 8 to 65536 (64 is the default), or 0 for no containment index",
+        )
+        _require(
+            self.containment_sample == 0 or self.containment_sample >= 8,
+            f"containment_sample={self.containment_sample!r} is too small to estimate "
+            "containment: use at least 8, or 0 for no containment index",
+        )
+        _require(
+            self.containment_threshold is None
+            or (
+                isinstance(self.containment_threshold, (int, float))
+                and 0.0 < self.containment_threshold <= 1.0
+            ),
+            f"containment_threshold={self.containment_threshold!r} is out of range: use a "
+            "containment in (0, 1], such as 0.5, or None for no contained events",
+        )
+        _require(
+            self.containment_threshold is None or self.containment_sample > 0,
+            "containment_threshold needs the containment index: containment_sample is 0, "
+            "so this state keeps none (build a state with containment_sample > 0)",
         )
         if self.bands is None and self.rows is None:
             chosen = choose_bands(
@@ -237,6 +281,15 @@ class Settings:
             resemblance, self.band_count, self.rows_per_band, self.min_shared_bands
         )
 
+    def containment_level(self, shingle_count: int) -> int:
+        """log2 of m, the modulus of a document's containment sample (see
+        ``containment_sample``): 0 (every shingle) up to ``containment_sample`` shingles."""
+        target = self.containment_sample
+        level = 0
+        while target and shingle_count > target << level:
+            level += 1
+        return min(level, 32)
+
     def replace(self, **changes: Any) -> Settings:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
@@ -265,5 +318,5 @@ class Settings:
         return [
             f"{name}: stored {theirs[name]!r}, requested {mine[name]!r}"
             for name in sorted(mine)
-            if name not in ("posting_cap", "max_false_negative") and mine[name] != theirs[name]
+            if name not in RUN_SETTINGS and mine[name] != theirs[name]
         ]

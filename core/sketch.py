@@ -33,6 +33,7 @@ from .settings import Settings
 __all__ = [
     "Columns",
     "Estimate",
+    "ExtraSample",
     "Samples",
     "Sketch",
     "estimate",
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 U32 = npt.NDArray[np.uint32]
+I64 = npt.NDArray[np.int64]
 _NO_CUTOFF = (1 << 32) - 1  # the largest 32-bit value: a complete sketch keeps every value
 _HIGH = np.uint64(32)  # a sample value is the high 32 bits of a shingle fingerprint
 #: sample values (both sides) estimated in one vectorised pass, about 64 pairs at s = 256:
@@ -157,16 +159,31 @@ class Samples:
         return len(self.lengths)
 
 
+@dataclass(frozen=True, slots=True)
+class ExtraSample:
+    """Per pair, what a second uniform sample of the shingles adds to the containment
+    estimate (``neardup.core.containment``): the values both documents share in it, and the
+    values of each document in it."""
+
+    shared: npt.NDArray[np.int64]
+    first: npt.NDArray[np.int64]
+    second: npt.NDArray[np.int64]
+
+
 def estimate_columns(
     first: Sequence[U32] | Samples,
     first_counts: Sequence[int],
     second: Sequence[U32] | Samples,
     second_counts: Sequence[int],
     sample_size: int,
+    extra: ExtraSample | None = None,
 ) -> Columns:
     """``estimate_pairs`` on bare samples and shingle counts (all of one sketch family, which
     the caller vouches for), as columns: resemblance, containment, reverse containment and
-    exactness of each pair. For callers that keep few of many estimates."""
+    exactness of each pair. For callers that keep few of many estimates.
+
+    With ``extra``, each containment counts the extra sample's values beside the sketches'
+    (except for an exact pair: its sketches hold both sets whole)."""
     left = first if isinstance(first, Samples) else Samples.of(first)
     right = second if isinstance(second, Samples) else Samples.of(second)
     if not len(left) == len(first_counts) == len(right) == len(second_counts):
@@ -192,8 +209,17 @@ def estimate_columns(
     if not passes:
         empty = np.zeros(0, np.float64)
         return empty, empty, empty, np.zeros(0, np.bool_)
-    joined = [np.concatenate(column) for column in zip(*passes, strict=True)]
-    return joined[0], joined[1], joined[2], joined[3]
+    resemblance, shared, left_in, right_in, exact = (
+        np.concatenate(column) for column in zip(*passes, strict=True)
+    )
+    if extra is not None:
+        adds = ~exact
+        shared = shared + np.where(adds, extra.shared, 0)
+        left_in = left_in + np.where(adds, extra.first, 0)
+        right_in = right_in + np.where(adds, extra.second, 0)
+    containment = np.minimum(shared / np.maximum(left_in, 1), 1.0)
+    reverse = np.minimum(shared / np.maximum(right_in, 1), 1.0)
+    return resemblance, containment, reverse, exact
 
 
 def _estimate_pass(
@@ -204,8 +230,11 @@ def _estimate_pass(
     right_lengths: npt.NDArray[np.int64],
     second_counts: npt.NDArray[np.int64],
     sample_size: int,
-) -> Columns:
-    """Both sides flattened into one ascending array each (pair index in the high bits),
+) -> tuple[npt.NDArray[np.float64], I64, I64, I64, npt.NDArray[np.bool_]]:
+    """Resemblance, then (for containment) the shared values below the pair's cut-off and
+    each side's values below it, and exactness.
+
+    Both sides flattened into one ascending array each (pair index in the high bits),
     merged with one stable sort."""
     pairs = len(left_lengths)
     # One array of (pair, value) keys: first sketches, then second ones. Each half is
@@ -245,9 +274,7 @@ def _estimate_pass(
     left_below = np.searchsorted(keys[:left_total], bounds, "right") - _starts(left_lengths)
     right_below = np.searchsorted(keys[left_total:], bounds, "right") - _starts(right_lengths)
     resemblance = np.where(union_size > 0, shared_in_union / np.maximum(union_size, 1), 0.0)
-    containment = shared_below / np.maximum(left_below, 1)
-    reverse = shared_below / np.maximum(right_below, 1)
-    return resemblance, containment, reverse, exact
+    return resemblance, shared_below, left_below, right_below, exact
 
 
 def _starts(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

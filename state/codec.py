@@ -14,6 +14,7 @@ from neardup.core import Samples, StateError
 from neardup.core.records import format_fetched_at
 
 __all__ = [
+    "CONTAINMENT_ENTRY",
     "MAX_POSITION",
     "NO_TIME",
     "SHORT_ENTRY",
@@ -213,6 +214,10 @@ class EntryLayout:
 
 #: super-shingle entries: the id and a one-byte size class (``neardup.core.length_filter``)
 SUPER_ENTRY = EntryLayout(np.dtype([("id", ">u8"), ("size", "u1")]), struct.Struct(">QB"), False)
+#: containment entries: the id and the document's containment level (``neardup.core.containment``)
+CONTAINMENT_ENTRY = EntryLayout(
+    np.dtype([("id", ">u8"), ("size", "u1")]), struct.Struct(">QB"), False
+)
 #: short-document entries: the id, the shingle count and the key's position (``MAX_POSITION``
 #: for any later one: a smaller position only loosens the positional filter)
 SHORT_ENTRY = EntryLayout(

@@ -12,7 +12,7 @@ from .transaction import Transaction
 __all__ = ["FORMAT_VERSION", "Counters", "LogOffsets", "check_or_store_settings"]
 
 #: Bumped whenever a stored layout changes incompatibly.
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 
 
 def check_or_store_settings(store: Store, settings: Settings | None) -> Settings:
@@ -48,7 +48,7 @@ def check_or_store_settings(store: Store, settings: Settings | None) -> Settings
                 + "; ".join(differences)
                 + "): use the stored settings (omit the options) or a new state directory"
             )
-        if settings.posting_cap != existing.posting_cap:
+        if settings != existing:  # only run settings differ (see RUN_SETTINGS)
             store.write({"meta": {b"settings": settings.to_json().encode()}})
             return settings
     return existing

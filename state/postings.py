@@ -31,7 +31,7 @@ from .transaction import Transaction
 __all__ = ["INDEX_TABLES", "IndexTable", "Meetings", "PostingIndex", "read_key_filter"]
 
 #: the tables that are posting indexes
-IndexTable = Literal["supershingles", "shingles"]
+IndexTable = Literal["supershingles", "shingles", "containment"]
 INDEX_TABLES: tuple[IndexTable, ...] = get_args(IndexTable)
 
 I64 = npt.NDArray[np.int64]
@@ -207,12 +207,46 @@ class PostingIndex:
                 found.update(Postings.decode(raw, self._layout).doc_ids.tolist())
         return found
 
+    def meet(self, key_arrays: Sequence[U32]) -> Meetings:
+        """What each of some documents would meet under its keys, without posting them (a
+        query, or documents about to be posted): the stored documents sharing a (non-stop)
+        key, and how many keys each shared; stop keys are counted per document."""
+        stopped = np.zeros(len(key_arrays), np.int64)
+        carried = _Carried.of(key_arrays)
+        if not len(carried.keys):
+            return self._group([], len(key_arrays), stopped)
+        key_filter = None if self._key_filter is None else self._key_filter()
+        stored = self._stored(carried.keys, _encoded(carried.keys), key_filter)
+        width = self._layout.dtype.itemsize
+        owners, positions = carried.owners.tolist(), carried.positions.tolist()
+        met: list[_Met] = []
+        for i, raw in enumerate(stored):
+            if raw is None:
+                continue
+            for row in carried.rows(i):
+                if len(raw) % width:  # a stop key
+                    stopped[owners[row]] += 1
+                else:
+                    met.append(_Met(raw, owners[row], positions[row]))
+        return self._group(met, len(key_arrays), stopped)
+
     def meet_batch(
-        self, key_arrays: Sequence[U32], doc_ids: Sequence[int], sizes: Sequence[int]
+        self,
+        key_arrays: Sequence[U32],
+        doc_ids: Sequence[int],
+        sizes: Sequence[int],
+        meetings: bool = True,
+        new_documents: bool = False,
     ) -> Meetings:
         """Add documents in order, each under its keys with its size (and each key's position
         in its list, where the layout keeps it); what each met there (earlier ones of the batch
-        included): the same as adding them one by one."""
+        included): the same as adding them one by one. Without ``meetings``, what they met
+        is not grouped (the result says they met nothing).
+
+        A document already in a list (a replay) meets there what it met the first time.
+        ``new_documents``: the caller vouches that none is in any list yet (ingestion posts
+        only the documents it admitted as new, in the same write as their records), and no
+        list is searched for them."""
         if len(sizes) != len(doc_ids) or len(key_arrays) != len(doc_ids):
             raise ValueError(f"the index {self._table!r} needs keys and a size per document")
         stopped = np.zeros(len(doc_ids), np.int64)
@@ -267,7 +301,7 @@ class PostingIndex:
             if (
                 len(raw) % width
                 or len(raw) >= full
-                or _index_of(doc_ids[owner], raw, width) is not None
+                or (not new_documents and _index_of(doc_ids[owner], raw, width) is not None)
             ):
                 slow.append(i)
                 continue
@@ -281,10 +315,11 @@ class PostingIndex:
                 stored[i],
                 [(owners[row], positions[row]) for row in rows],
                 batch,
-                met,
+                met if meetings else None,
                 stopped,
+                new_documents,
             )
-        return self._group(met, len(doc_ids), stopped)
+        return self._group(met if meetings else [], len(doc_ids), stopped)
 
     def _add_in_order(
         self,
@@ -292,9 +327,11 @@ class PostingIndex:
         raw: bytes | None,
         owners: list[tuple[int, int]],
         batch: _Batch,
-        met: list[_Met],
+        met: list[_Met] | None,
         stopped: I64,
+        new_documents: bool,
     ) -> None:
+        """Post a key's carriers in batch order; what each met goes to ``met`` (when given)."""
         width = self._layout.dtype.itemsize
         # only a stop key is not a whole number of entries: the others are not decoded here
         if raw is not None and len(raw) % width:
@@ -305,6 +342,17 @@ class PostingIndex:
             return
         # bytes, not arrays: most lists are short, and numpy's set-up would cost more
         value = raw or b""
+        distinct = len({owner for owner, _ in owners}) == len(owners)
+        if new_documents and distinct and len(value) + len(owners) * width < self._cap * width:
+            # none of them is listed yet (nor twice here: a document may repeat a key), and
+            # the list stays under the cap: appended at once
+            entries = [batch.entry(owner, position) for owner, position in owners]
+            if met is not None:
+                for index, (owner, position) in enumerate(owners):
+                    met.append(_Met(value + b"".join(entries[:index]), owner, position))
+            self._tx.put(self._table, key, value + b"".join(entries))
+            return
+        met = [] if met is None else met
         for index, (owner, position) in enumerate(owners):
             seen = _index_of(batch.doc_ids[owner], value, width)
             if seen is not None:  # a replay meets the same documents as the first time

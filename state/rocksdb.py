@@ -65,6 +65,7 @@ class RocksDBOptions:
             {
                 "supershingles": 4,
                 "shingles": 4,
+                "containment": 4,
                 "fingerprints": 9,
                 "docs": 8,
                 "parents": 8,

@@ -10,7 +10,7 @@ from types import TracebackType
 from neardup.core import Settings, StateError
 
 from .clusters import Clusters
-from .codec import SHORT_ENTRY, SUPER_ENTRY
+from .codec import CONTAINMENT_ENTRY, SHORT_ENTRY, SUPER_ENTRY
 from .documents import Documents, FingerprintTable, UrlHistory
 from .key_filter import KeyFilter
 from .memory import MemoryStore
@@ -41,6 +41,9 @@ class StateView:
         )
         self.short_shingles = PostingIndex(
             self.tx, "shingles", cap, SHORT_ENTRY, _of(key_filter, "shingles")
+        )
+        self.containment = PostingIndex(
+            self.tx, "containment", cap, CONTAINMENT_ENTRY, _of(key_filter, "containment")
         )
         self.clusters = Clusters(self.tx, self.documents)
         self.urls = UrlHistory(self.tx)

@@ -20,6 +20,7 @@ Table = Literal[
     "fingerprints",  # kind + 64-bit fingerprint -> doc id (exact shortcuts)
     "supershingles",  # super-shingle -> posting list of doc ids
     "shingles",  # short-document shingle -> posting list of doc ids
+    "containment",  # containment sample value -> posting list of doc ids
     "stopkeys",  # index name + key -> how many documents asked for it
     "parents",  # doc id -> parent doc id and next member (union-find; roots have none)
     "clusters",  # root doc id -> ClusterInfo (clusters of two or more)

@@ -20,7 +20,14 @@ def test_runner_scores_every_system_against_the_truth(
     assert main(["--docs", "300", "--seed", "3", "--repeat", "2", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     results = {r["system"]: r for r in report["results"]}
-    assert set(results) == {"neardup", "neardup-process", "datasketch", "rensa", "gaoya"}
+    assert set(results) == {
+        "neardup",
+        "neardup-process",
+        "neardup-no-containment",
+        "datasketch",
+        "rensa",
+        "gaoya",
+    }
     mine = results["neardup"]
     assert mine["docs_per_second"] > 0 and mine["peak_rss_mb"] > 10
     assert mine["state_bytes_per_doc"] > 0
@@ -51,6 +58,17 @@ def test_runner_scores_every_system_against_the_truth(
             ]
     else:
         assert ratio is None
+    # the containment index: its cost against the same run without it, and query latency
+    without = results["neardup-no-containment"]
+    assert (without["precision"], without["recall"]) == (mine["precision"], mine["recall"])
+    assert without["state_bytes_per_doc"] < mine["state_bytes_per_doc"]
+    cost = report["containment_cost"]
+    assert cost["bytes_per_doc_more"] == round(
+        mine["state_bytes_per_doc"] - without["state_bytes_per_doc"], 1
+    )
+    queries = report["containment_queries"]
+    assert queries["queries"] > 0 and 0 < queries["p50_ms"] <= queries["p99_ms"]
+    assert queries["source_first"] > 0.5  # each excerpt's page is in the state
     printed = capsys.readouterr().out
     assert "neardup" in printed  # the table
     assert ("fastest peer" in printed) == (ratio is not None)

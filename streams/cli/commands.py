@@ -19,7 +19,7 @@ from ..running.prepare_work import PREPARE_MODES
 from ..running.progress import DEFAULT_STATS_EVERY
 from ..service import parse_address
 from . import handlers
-from .options import Option, to_float, to_int, with_flags
+from .options import Option, to_float, to_fraction, to_int, with_flags
 
 __all__ = ["COMMANDS", "SETTING_OPTIONS", "Command"]
 
@@ -69,6 +69,23 @@ SETTING_OPTIONS = (
     ),
     _setting("short_limit", "N", "fewer shingles than this: a short document", to_int),
     _setting("posting_cap", "N", "documents per posting list before it is a stop key", to_int),
+    _setting(
+        "containment_sample",
+        "P",
+        "shingles per document in the containment index (0: no index)",
+        to_int,
+    ),
+    Option(
+        "containment_threshold",
+        "emit a contained event for each earlier document holding at least C of a new one, or "
+        "held in it at least C (a run setting: it may change between runs)",
+        flags=("--containment-threshold",),
+        convert=to_fraction,
+        env="NEARDUP_CONTAINMENT_THRESHOLD",
+        metavar="C",
+        shown="the stored value; none for a new state",
+        group="settings (stored with the state; an omitted one keeps the stored value)",
+    ),
 )
 
 _STATE = Option(
@@ -279,6 +296,15 @@ COMMANDS = (
                 convert=to_float,
                 default=0.0,
                 metavar="F",
+            ),
+            Option(
+                "containment",
+                "only the documents containing at least C of the file (its sources, for an "
+                "excerpt), most containing first",
+                flags=("--containment",),
+                convert=to_fraction,
+                metavar="C",
+                shown="resemblance and containment matches, most resembling first",
             ),
             Option(
                 "content_type",

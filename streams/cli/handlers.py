@@ -52,6 +52,8 @@ _SETTING_FIELDS = (
     "token_unit",
     "short_limit",
     "posting_cap",
+    "containment_sample",
+    "containment_threshold",
 )
 
 
@@ -178,7 +180,9 @@ def query(args: argparse.Namespace) -> int:
         page = Page(
             url=target, content=raw.decode("utf-8", "replace"), content_type=args.content_type
         )
-        for line in reports.similar_to_content(state, page, args.limit, args.min_resemblance):
+        for line in reports.similar_to_content(
+            state, page, args.limit, args.min_resemblance, args.containment
+        ):
             _print_json(line)
     return 0
 

@@ -28,6 +28,14 @@ def to_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
+def to_fraction(text: str) -> float:
+    """A number in (0, 1]: a resemblance or a containment."""
+    value = to_float(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not in (0, 1]: use e.g. 0.5")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """One command-line option (or positional argument, when ``flags`` is empty).

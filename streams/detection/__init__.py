@@ -5,6 +5,7 @@ from .events import (
     METHODS,
     SCHEMA_VERSION,
     ClusterMerged,
+    Contained,
     DocRef,
     Duplicate,
     Event,
@@ -12,15 +13,17 @@ from .events import (
     format_id,
 )
 from .result import STAGES, BatchListener, BatchResult, Stage
-from .similar import Match, find_similar
+from .similar import DEFAULT_QUERY_CONTAINMENT, Match, find_containing, find_similar
 
 __all__ = [
+    "DEFAULT_QUERY_CONTAINMENT",
     "METHODS",
     "SCHEMA_VERSION",
     "STAGES",
     "BatchListener",
     "BatchResult",
     "ClusterMerged",
+    "Contained",
     "Detector",
     "DocRef",
     "Duplicate",
@@ -28,6 +31,7 @@ __all__ = [
     "Match",
     "Method",
     "Stage",
+    "find_containing",
     "find_similar",
     "format_id",
 ]

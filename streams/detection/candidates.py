@@ -35,16 +35,19 @@ def index_keys(doc: PreparedDoc) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np
 def batch_candidates(
     view: StateView, docs: list[PreparedDoc], settings: Settings
 ) -> list[set[int]]:
-    """Post new documents (in order) in both indexes; each one's candidates among the documents
-    before it (earlier ones of the batch included)."""
+    """Post new documents (admitted as new, in order) in both indexes; each one's candidates
+    among the documents before it (earlier ones of the batch included)."""
     keys = [index_keys(doc) for doc in docs]
     ids = [doc.doc_id for doc in docs]
     counts = np.fromiter((doc.shingle_count for doc in docs), np.int64, len(docs))
     near = view.super_shingles.meet_batch(
-        [super_keys for super_keys, _ in keys], ids, size_class(counts).tolist()
+        [super_keys for super_keys, _ in keys],
+        ids,
+        size_class(counts).tolist(),
+        new_documents=True,
     )
     short = view.short_shingles.meet_batch(
-        [short_keys for _, short_keys in keys], ids, counts.tolist()
+        [short_keys for _, short_keys in keys], ids, counts.tolist(), new_documents=True
     )
     owners = near.owners()
     banded = near.chosen(

@@ -49,6 +49,8 @@ def clusters_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, 
         if event.get("id") in seen:
             continue
         seen.add(str(event.get("id")))
+        if event["type"] not in ("duplicate", "cluster_merged"):
+            continue  # contained: clusters do not change
         cluster = f"cluster:{event['cluster']}"
         if event["type"] == "duplicate":
             follower.member(event["doc"], cluster)

@@ -15,6 +15,7 @@ __all__ = [
     "METHODS",
     "SCHEMA_VERSION",
     "ClusterMerged",
+    "Contained",
     "DocRef",
     "Duplicate",
     "Event",
@@ -109,4 +110,31 @@ class ClusterMerged:
         }
 
 
-Event = Duplicate | ClusterMerged
+@dataclass(frozen=True, slots=True)
+class Contained:
+    """A new document is contained at the containment threshold or more in an earlier one,
+    or contains one (``containment`` and ``contains`` say which). Containment is not
+    symmetric, and it joins no clusters: a quotation is not a copy."""
+
+    doc: DocRef
+    match: DocRef
+    containment: float  # of doc in match
+    contains: float  # of match in doc
+    resemblance: float
+    exact: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "type": "contained",
+            "id": _event_id("contained", self.doc.doc_id, self.match.doc_id),
+            "doc": self.doc.to_json(),
+            "match": self.match.to_json(),
+            "containment": round(self.containment, 4),
+            "contains": round(self.contains, 4),
+            "resemblance": round(self.resemblance, 4),
+            "exact": self.exact,
+        }
+
+
+Event = Duplicate | ClusterMerged | Contained

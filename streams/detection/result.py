@@ -38,6 +38,8 @@ class BatchResult:
     duplicates_by_method: Mapping[Method, int] = field(default_factory=_no_duplicates)
     #: clusters retired by a merge
     merges: int = 0
+    #: contained events (``Settings.containment_threshold``)
+    contained: int = 0
     #: documents the indexes proposed past their filters, and the (document, candidate)
     #: pairs whose resemblance was estimated: the work a document costs
     candidates: int = 0
@@ -60,6 +62,7 @@ class BatchResult:
             "duplicates": self.duplicates,
             **{f"duplicates:{m}": n for m, n in self.duplicates_by_method.items()},
             "cluster_merges": self.merges,
+            "contained": self.contained,
             "candidates": self.candidates,
             "pairs_estimated": self.pairs_estimated,
         }

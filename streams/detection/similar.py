@@ -1,25 +1,36 @@
-"""On-the-fly resemblance: the known documents most like any document, state unchanged."""
+"""On-the-fly queries: the known documents most like any document, or containing it; the
+state is not changed."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from neardup.core import Estimate, PreparedDoc, Settings
+from neardup.core import Estimate, PreparedDoc, Settings, StateError
 from neardup.state import StateView
 
 from .candidates import query_candidates
+from .containment import query_containment, verify_containment
 from .events import DocRef, Method
 from .stages import EXACT, exact_twin, ref_of, verify_all
 
-__all__ = ["Match", "find_similar"]
+__all__ = ["DEFAULT_QUERY_CONTAINMENT", "Match", "MatchMethod", "find_containing", "find_similar"]
+
+#: the containment (either way) at which the default query also reports a document it did
+#: not find through resemblance: an excerpt of it, or a page it is an excerpt of
+DEFAULT_QUERY_CONTAINMENT = 0.5
+
+#: how a match was found: a duplicate method, or ``contained`` (through the containment
+#: index: one holds at least the asked containment of the other)
+MatchMethod = Method | Literal["contained"]
 
 
 @dataclass(frozen=True, slots=True)
 class Match:
-    """A known document that resembles the one asked about."""
+    """A known document that resembles the one asked about, or contains it, or is in it."""
 
     doc: DocRef
-    method: Method
+    method: MatchMethod
     estimate: Estimate
     cluster: int
 
@@ -27,11 +38,13 @@ class Match:
 def find_similar(
     view: StateView, doc: PreparedDoc, settings: Settings, floor: float = 0.0
 ) -> list[Match]:
-    """Known documents resembling ``doc``, best first, without changing the state.
+    """Known documents resembling ``doc`` (prepared with ``query=True``), best first, without
+    changing the state; with them, those found through the containment index that contain
+    ``DEFAULT_QUERY_CONTAINMENT`` of ``doc`` or that ``doc`` contains at that much.
 
     Candidates come from the same indexes as ingestion (exact fingerprints, super-shingles,
-    short-document shingles); each is verified, and those with resemblance or containment
-    (either way) of at least ``floor`` are returned.
+    short-document shingles, containment); each is verified, and those with resemblance or
+    containment (either way) of at least ``floor`` are returned.
     """
     matches: dict[int, Match] = {}
     twin = exact_twin(view, doc)
@@ -45,14 +58,62 @@ def find_similar(
                 view.clusters.find(twin.doc_id),
             )
     verified, _ = verify_all(view, [(doc, query_candidates(view, doc))], settings, 0.0)
-    for candidate, e in verified[0]:
+    found: list[tuple[int, Estimate, MatchMethod]] = [(c, e, "near") for c, e in verified[0]]
+    if settings.containment_sample:
+        found += [
+            (c, e, "contained")
+            for c, e in _containing(view, doc, settings, DEFAULT_QUERY_CONTAINMENT)
+        ]
+    for candidate, e, method in found:
         if (
             candidate not in matches
+            and candidate != doc.doc_id
             and max(e.resemblance, e.containment, e.containment_reverse) >= floor
         ):
             ref = ref_of(view, candidate)
-            matches[candidate] = Match(ref, "near", e, view.clusters.find(candidate))
+            matches[candidate] = Match(ref, method, e, view.clusters.find(candidate))
     return sorted(
         matches.values(),
         key=lambda m: (-m.estimate.resemblance, -m.estimate.containment, m.doc.doc_id),
     )
+
+
+def find_containing(
+    view: StateView, doc: PreparedDoc, settings: Settings, threshold: float
+) -> list[Match]:
+    """Known documents containing at least ``threshold`` of ``doc`` (prepared with
+    ``query=True``): the sources of an excerpt, most containing first."""
+    if not settings.containment_sample:
+        raise StateError(
+            "this state keeps no containment index (it was built with containment_sample 0): "
+            "build one with containment_sample > 0 to ask for containment"
+        )
+    matches = [
+        Match(ref_of(view, candidate), "contained", e, view.clusters.find(candidate))
+        for candidate, e in _containing(view, doc, settings, threshold)
+        if e.containment >= threshold and candidate != doc.doc_id
+    ]
+    twin = exact_twin(view, doc)
+    listed = {m.doc.doc_id for m in matches}
+    if (
+        twin is not None
+        and twin.doc_id not in listed | {doc.doc_id}
+        and view.documents.owner_id(twin.doc_id) is not None
+    ):
+        cluster = view.clusters.find(twin.doc_id)
+        matches.append(Match(ref_of(view, twin.doc_id), twin.method, EXACT, cluster))
+    return sorted(
+        matches,
+        key=lambda m: (-m.estimate.containment, -m.estimate.resemblance, m.doc.doc_id),
+    )
+
+
+def _containing(
+    view: StateView, doc: PreparedDoc, settings: Settings, threshold: float
+) -> list[tuple[int, Estimate]]:
+    if doc.containment_lookup:
+        raise ValueError(
+            "a query's containment sample is all its shingles: prepare it with query=True"
+        )
+    found, _ = verify_containment(view, [doc], query_containment(view, doc), settings, threshold)
+    return found[0]

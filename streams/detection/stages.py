@@ -28,7 +28,13 @@ from neardup.state import (
 )
 
 from .candidates import batch_candidates
-from .events import METHODS, ClusterMerged, DocRef, Duplicate, Event, Method
+from .containment import (
+    ContainmentPair,
+    meet_containment,
+    post_containment,
+    verify_containment,
+)
+from .events import METHODS, ClusterMerged, Contained, DocRef, Duplicate, Event, Method
 from .result import BatchResult
 
 __all__ = [
@@ -231,20 +237,30 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     repeats = sum(found is Admission.REPEAT for _, found in admitted)
     fresh = [doc for doc, found in admitted if found is Admission.NEW]
     candidates = batch_candidates(view, fresh, settings)
+    contained_met = None
+    if settings.containment_sample:  # the index is kept whether or not events are asked for
+        if settings.containment_threshold is not None:
+            contained_met = meet_containment(view, fresh)
+        post_containment(view, fresh)
     found = time.perf_counter()
+    local = {doc.doc_id: doc for doc in fresh}
     verified, estimated = verify_all(
-        view,
-        list(zip(fresh, candidates, strict=True)),
-        settings,
-        settings.threshold,
-        local={doc.doc_id: doc for doc in fresh},
+        view, list(zip(fresh, candidates, strict=True)), settings, settings.threshold, local
     )
     matches = {doc.doc_id: matched for doc, matched in zip(fresh, verified, strict=True)}
+    contained: dict[int, list[ContainmentPair]] = {}
+    if contained_met is not None and settings.containment_threshold is not None:
+        pairs, more = verify_containment(
+            view, fresh, contained_met, settings, settings.containment_threshold, local
+        )
+        contained = {doc.doc_id: found for doc, found in zip(fresh, pairs, strict=True)}
+        estimated += more
     checked = time.perf_counter()
     events: list[Event] = []
     for doc, admission in admitted:
         if admission is Admission.NEW:
             events.extend(_store_and_join(view, doc, matches[doc.doc_id]))
+            events.extend(_contained(view, doc, contained.get(doc.doc_id, []), matches[doc.doc_id]))
         elif isinstance(admission, Twin):
             events.extend(_store_twin(view, doc, admission))
     by_method = Counter(event.method for event in events if isinstance(event, Duplicate))
@@ -254,6 +270,7 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
         repeats=repeats,
         duplicates_by_method={method: by_method[method] for method in METHODS},
         merges=sum(isinstance(event, ClusterMerged) for event in events),
+        contained=sum(isinstance(event, Contained) for event in events),
         candidates=sum(map(len, candidates)),
         pairs_estimated=estimated,
         stage_seconds=MappingProxyType(
@@ -266,6 +283,39 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     )
     view.counters.add_many(result.counter_increments())
     return result
+
+
+#: contained events per new document at most (the highest containments): a passage quoted
+#: everywhere (a licence, a disclaimer) would otherwise name every page that quotes it
+MAX_CONTAINED_EVENTS = 100
+
+
+def _contained(
+    view: StateView,
+    doc: PreparedDoc,
+    found: list[ContainmentPair],
+    near: list[tuple[int, Estimate]],
+) -> list[Event]:
+    """The contained events of a new document: the pairs past the containment threshold,
+    but not the near-duplicates it joined (their duplicate event says so)."""
+    joined = {doc_id for doc_id, _ in near}
+    kept = sorted(
+        ((doc_id, e) for doc_id, e in found if doc_id not in joined),
+        key=lambda pair: (-max(pair[1].containment, pair[1].containment_reverse), pair[0]),
+    )[:MAX_CONTAINED_EVENTS]
+    page = doc.page
+    me = DocRef(doc.doc_id, page.url, page.fetched_at)
+    return [
+        Contained(
+            me,
+            ref_of(view, doc_id),
+            e.containment,
+            e.containment_reverse,
+            e.resemblance,
+            e.exact,
+        )
+        for doc_id, e in kept
+    ]
 
 
 def _join(view: StateView, me: DocRef, matches: list[tuple[int, Method, Estimate]]) -> list[Event]:

@@ -7,7 +7,7 @@ detector refuses batches prepared with other settings instead of mixing their sk
 
     message  = MAGIC, u32 settings length, settings JSON, u32 document count, documents
     document = header (``_HEADER``), sketch u32[], super-shingles u64[], shingle keys u32[],
-               url, fetched_at, content type (UTF-8)
+               containment keys u32[], url, fetched_at, content type (UTF-8)
 
 Little-endian throughout: binary, because a sketch in JSON (base64) is several times the bytes
 and the decoding time.
@@ -38,11 +38,12 @@ __all__ = [
     "settings_of_batch",
 ]
 
-MAGIC = b"NDP1"
+MAGIC = b"NDP2"  # NDP1 had no containment sample
 _U32 = struct.Struct("<I")
-# doc id, raw, canonical, shingle-set fingerprints, shingle count, flags, sketch length,
-# super-shingles, shingle keys, url bytes, fetched_at bytes, content type bytes
-_HEADER = struct.Struct("<QQQQIBIIIIHH")
+# doc id, raw, canonical, shingle-set fingerprints, shingle count, flags, containment level
+# and lookup level, sketch length, super-shingles, shingle keys, containment keys, url bytes,
+# fetched_at bytes, content type bytes
+_HEADER = struct.Struct("<QQQQIBBBIIIIIHH")
 _HAS_CANONICAL = 1
 _HAS_SHINGLE_SET = 2
 
@@ -73,6 +74,7 @@ def encode_document(doc: PreparedDoc) -> bytes:
     sketch = doc.sketch.values.astype("<u4", copy=False)
     supers = doc.super_shingles.astype("<u8", copy=False)
     keys = doc.shingle_keys.astype("<u4", copy=False)
+    contained = doc.containment_keys.astype("<u4", copy=False)
     return b"".join(
         [
             _HEADER.pack(
@@ -82,9 +84,12 @@ def encode_document(doc: PreparedDoc) -> bytes:
                 prints.shingle_set or 0,
                 doc.shingle_count,
                 flags,
+                doc.containment_level,
+                doc.containment_lookup,
                 len(sketch),
                 len(supers),
                 len(keys),
+                len(contained),
                 len(url),
                 len(fetched_at),
                 len(content_type),
@@ -92,6 +97,7 @@ def encode_document(doc: PreparedDoc) -> bytes:
             sketch.tobytes(),
             supers.tobytes(),
             keys.tobytes(),
+            contained.tobytes(),
             url,
             fetched_at,
             content_type,
@@ -134,9 +140,12 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                 shingle_set,
                 shingle_count,
                 flags,
+                level,
+                lookup,
                 n_sketch,
                 n_supers,
                 n_keys,
+                n_contained,
                 n_url,
                 n_fetched,
                 n_type,
@@ -148,6 +157,8 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
             offset += 8 * n_supers
             keys = np.frombuffer(raw, "<u4", n_keys, offset).astype(np.uint32)
             offset += 4 * n_keys
+            contained = np.frombuffer(raw, "<u4", n_contained, offset).astype(np.uint32)
+            offset += 4 * n_contained
             texts = []
             for length in (n_url, n_fetched, n_type):
                 if offset + length > len(raw):
@@ -169,6 +180,9 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                     sketch=Sketch(sketch, shingle_count, settings.sample_size, family),
                     super_shingles=supers,
                     shingle_keys=keys,
+                    containment_keys=contained,
+                    containment_level=level,
+                    containment_lookup=lookup,
                 )
             )
     except BadRecordError:

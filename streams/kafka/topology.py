@@ -237,7 +237,8 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
             await reject(by_offset[offset], error)
         for event in staged.result.events:
             data = event.to_json()
-            key = str(data["cluster"]).encode()
+            # by cluster; a contained event, which changes none, by its new document
+            key = str(data["cluster"] if "cluster" in data else data["doc"]["id"]).encode()
             await produce(config.events_topic, key, json.dumps(data).encode(), None)
         await app.producer.flush()  # events out before the state says "done"
         committing = time.perf_counter()

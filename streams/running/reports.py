@@ -9,7 +9,7 @@ from neardup.core import Page, Preparer
 from neardup.state import State
 from neardup.state.postings import INDEX_TABLES
 
-from ..detection import METHODS, Match, find_similar, format_id
+from ..detection import METHODS, Match, find_containing, find_similar, format_id
 
 __all__ = ["cluster_lines", "similar_to_content", "statistics"]
 
@@ -94,12 +94,20 @@ def _match_json(match: Match) -> dict[str, Any]:
     }
 
 
-def similar_to_content(state: State, page: Page, limit: int, floor: float) -> list[dict[str, Any]]:
-    """On-the-fly resemblance: the known documents most like ``page``; the state is not changed.
+def similar_to_content(
+    state: State, page: Page, limit: int, floor: float, containment: float | None = None
+) -> list[dict[str, Any]]:
+    """On-the-fly resemblance: the known documents most like ``page``, and those found
+    through the containment index that contain half of it or are half in it; the state is
+    not changed. With ``containment``, only the documents containing at least that much of
+    ``page``, most containing first (its sources, for an excerpt).
 
     ``containment`` is of the query in the match, ``contains`` of the match in the query.
     """
-    prepared = Preparer(state.settings).prepare([page])[0]
-    return [
-        _match_json(m) for m in find_similar(state.view(), prepared, state.settings, floor)[:limit]
-    ]
+    prepared = Preparer(state.settings).prepare([page], query=True)[0]
+    view = state.view()
+    if containment is None:
+        found = find_similar(view, prepared, state.settings, floor)
+    else:
+        found = find_containing(view, prepared, state.settings, containment)
+    return [_match_json(m) for m in found[:limit]]

@@ -113,10 +113,19 @@ class Api:
         limit = 10 if limit is None else self._check_limit(limit)
         floor = _field(body, "min_resemblance", float)
         floor = 0.0 if floor is None else _fraction("min_resemblance", floor)
-        _only(body, {"content", "content_type", "url", "limit", "min_resemblance"})
+        containment = _field(body, "containment", float)
+        if containment is not None and not 0.0 < containment <= 1.0:
+            raise BadRequestError(f"containment={containment} must be above 0 and at most 1")
+        _only(body, {"content", "content_type", "url", "limit", "min_resemblance", "containment"})
         page = Page(url=url, content=content, content_type=content_type)
         with self.source.reading() as state:
-            return {"matches": reports.similar_to_content(state, page, limit, floor)}
+            if containment is not None and not state.settings.containment_sample:
+                raise BadRequestError(
+                    "this state keeps no containment index (containment_sample 0): "
+                    "leave out containment"
+                )
+            matches = reports.similar_to_content(state, page, limit, floor, containment)
+            return {"matches": matches}
 
     def cluster_of_url(self, request: Request, _: dict[str, str]) -> Any:
         url = _text(request, "url")

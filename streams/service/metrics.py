@@ -45,7 +45,7 @@ _STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 #: minutes
 _LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
-_INDEXES = ("supershingles", "shingles")
+_INDEXES = ("supershingles", "shingles", "containment")
 
 
 def size_class_label(size_class: int) -> str:
@@ -156,13 +156,18 @@ def _totals(numbers: Mapping[str, int]) -> Iterator[Metric]:
         numbers.get("cluster_merges", 0),
     )
     yield _counter(
+        "neardup_contained",
+        "Contained events: a new document held in an earlier one, or holding one",
+        numbers.get("contained", 0),
+    )
+    yield _counter(
         "neardup_candidates",
         "Documents the indexes proposed past their filters",
         numbers.get("candidates", 0),
     )
     yield _counter(
         "neardup_pairs_estimated",
-        "Pairs whose resemblance was estimated",
+        "Pairs whose resemblance (or containment) was estimated",
         numbers.get("pairs_estimated", 0),
     )
 

@@ -59,7 +59,10 @@ _SCHEMAS: dict[str, Any] = {
         {
             **_RANKED,
             "exact": {"type": "boolean"},
-            "method": {"type": "string", "enum": ["exact", "canonical", "shingle", "near"]},
+            "method": {
+                "type": "string",
+                "enum": ["exact", "canonical", "shingle", "near", "contained"],
+            },
             "cluster": _ID,
         }
     ),
@@ -232,6 +235,14 @@ def openapi(limits: Limits, secured: bool = False) -> dict[str, Any]:
             "url": {**_TEXT, "description": "a label for the document; it is not stored"},
             "limit": {"type": "integer", "minimum": 1, "maximum": limits.max_limit},
             "min_resemblance": _FRACTION,
+            "containment": {
+                "type": "number",
+                "minimum": 0,
+                "exclusiveMinimum": True,  # OpenAPI 3.0: a flag on minimum
+                "maximum": 1,
+                "description": "only the documents containing at least this much of the posted "
+                "one (its sources, for an excerpt), most containing first",
+            },
         },
     }
     page = {

@@ -292,13 +292,21 @@ def _posted_one_by_one(
     ),
     st.integers(2, 5),
     st.booleans(),
+    st.booleans(),
 )
 def test_posting_index_batches_equal_one_by_one(
-    batches: list[list[tuple[int, list[str]]]], cap: int, short: bool
+    batches: list[list[tuple[int, list[str]]]], cap: int, short: bool, new: bool
 ) -> None:
     """Posting in batches (keys shared inside a batch, stored lists appended to as bytes,
     replays, keys repeated by one document, stop keys) meets what posting one document at a
-    time meets, and leaves the same lists."""
+    time meets, and leaves the same lists; so does posting documents vouched new (no
+    replays), which searches no list for them."""
+    if new:  # each document once: what ingestion posts
+        seen: set[int] = set()
+        batches = [
+            [(d, keys) for d, keys in batch if not (d in seen or seen.add(d))]  # type: ignore[func-returns-value]
+            for batch in batches
+        ]
     expected_met, expected_lists = _posted_one_by_one(batches, cap)
     with State.open(None, Settings(posting_cap=cap)) as state:
         met: list[tuple[dict[int, int], dict[int, int], int]] = []
@@ -309,6 +317,7 @@ def test_posting_index_batches_equal_one_by_one(
                 [_k("".join(keys)) for _, keys in batch],
                 [doc_id for doc_id, _ in batch],
                 [doc_id + 100 for doc_id, _ in batch],
+                new_documents=new,
             )
             for i in range(len(batch)):
                 rows = _rows(meetings, i)
@@ -443,3 +452,21 @@ def test_a_follower_reads_what_a_writer_commits_and_never_creates_a_state(
     finally:
         follower.close()
         writer.close()
+
+
+def test_a_query_meets_what_a_new_document_would_and_posts_nothing() -> None:
+    """``meet`` (a query) finds the documents and shared-key counts that posting the same
+    keys would, counts stop keys, and writes nothing."""
+    with State.open(None, Settings(posting_cap=3)) as state:
+        view = state.view()
+        view.containment.meet_batch(
+            [_k("ab"), _k("bcd"), _k("d"), _k("d")], [1, 2, 3, 4], [5, 6, 7, 8]
+        )
+        view.commit()
+        before = dict(state.store.items("containment"))
+        view = state.view()
+        met = view.containment.meet([_k("abcd")])
+        assert _rows(met, 0) == {1: (2, 5, 1, 0), 2: (2, 6, 2, 0)}  # "d" became a stop key
+        assert met.stopped.tolist() == [1]
+        view.commit()
+        assert dict(state.store.items("containment")) == before

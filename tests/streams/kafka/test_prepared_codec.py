@@ -34,6 +34,9 @@ def _same(a: PreparedDoc, b: PreparedDoc) -> bool:
         and a.sketch.sample_size == b.sketch.sample_size
         and a.super_shingles.tolist() == b.super_shingles.tolist()
         and a.shingle_keys.tolist() == b.shingle_keys.tolist()
+        and a.containment_keys.tolist() == b.containment_keys.tolist()
+        and (a.containment_level, a.containment_lookup)
+        == (b.containment_level, b.containment_lookup)
         and (a.page.url, a.page.fetched_at, a.page.content_type)
         == (b.page.url, b.page.fetched_at, b.page.content_type)
     )
@@ -63,7 +66,13 @@ def test_every_field_detection_needs_survives_the_wire() -> None:
         ),
         max_size=8,
     ),
-    st.sampled_from([Settings(), Settings(shingle_size=2, sample_size=16, short_limit=8)]),
+    st.sampled_from(
+        [
+            Settings(),
+            Settings(shingle_size=2, sample_size=16, short_limit=8, containment_sample=8),
+            Settings(containment_threshold=0.5),
+        ]
+    ),
 )
 def test_round_trip_of_any_pages(raw: list[tuple[str, str, str]], settings: Settings) -> None:
     pages = [Page(url, content, "", ctype) for url, content, ctype in raw]
@@ -73,8 +82,8 @@ def test_round_trip_of_any_pages(raw: list[tuple[str, str, str]], settings: Sett
     assert len(decoded) == len(docs)
 
 
-def test_detection_on_decoded_documents_gives_the_same_events() -> None:
-    settings = Settings()
+@pytest.mark.parametrize("settings", [Settings(), Settings(containment_threshold=0.3)])
+def test_detection_on_decoded_documents_gives_the_same_events(settings: Settings) -> None:
     pages = _sample_pages() + family_pages(11)
     docs = Preparer(settings).prepare(pages)
     with State.open(None, settings) as direct, State.open(None, settings) as wired:

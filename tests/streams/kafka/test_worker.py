@@ -21,6 +21,7 @@ from neardup.state import State
 from neardup.streams import Detector
 from neardup.streams.kafka.prepared_codec import decode_batch
 
+from bench.excerpts import excerpt_corpus
 from tests.helpers import SAMPLE, partition
 from tests.support.deployment import Deployment
 
@@ -136,3 +137,52 @@ def test_a_worker_killed_mid_stream_is_replaced_without_changing_the_clusters(
         )
         if replacement != "same-state":
             assert "detector: caught up" in (tmp_path / "w2.log").read_text()
+
+
+def _prepared_order(run: Deployment) -> list[str]:
+    """The URLs of the documents in the order detection took them: the prepared log's."""
+    consumer = KafkaConsumer(
+        f"{run.app_id}-prepared",
+        bootstrap_servers=run.broker,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
+    )
+    try:
+        return [doc.page.url for m in consumer for doc in decode_batch(m.value, Settings())]
+    finally:
+        consumer.close()
+
+
+def test_contained_events_are_those_of_the_embedded_run(broker: str, tmp_path: Path) -> None:
+    """With --containment-threshold, the worker's events (ids and content, contained ones
+    included) are those of the embedded run over the same documents in the same order: the
+    order of the prepared log, since pages published to several partitions interleave, and
+    which of two documents is the new one decides a contained event's direction."""
+    sources, queries = excerpt_corpus(sources=8, per_source=2, unrelated=4, seed=2)
+    texts = [(s.url, s.text) for s in sources] + [(q.url, q.text) for q in queries]
+    texts = texts[1::2] + texts[::2]  # some excerpts come first
+    lines = {
+        url: json.dumps({"url": url, "content": text, "content_type": "text/plain"}).encode()
+        for url, text in texts
+    }
+    with deployment(broker, tmp_path) as run:
+        run.start_worker("w1", "--containment-threshold", "0.5")
+        run.publish(list(lines.values()))
+        run.wait_for_events()  # the topology has made its topics (reading one first would)
+        deadline = time.monotonic() + 120
+        while len(order := _prepared_order(run)) < len(lines) and time.monotonic() < deadline:
+            run.check_alive()
+            time.sleep(1)
+        with State.open(None, Settings(containment_threshold=0.5)) as state:
+            result = Detector(state).process([page_from_json(lines[url]) for url in order])
+            expected = {json.dumps(e.to_json(), sort_keys=True) for e in result.events}
+            clusters = partition(state)
+        assert sum('"type": "contained"' in line for line in expected) >= 8  # asked for
+        assert run.wait_for(clusters) == clusters
+        while True:
+            sent = {json.dumps(e, sort_keys=True) for e in run.read(run.events)}
+            if sent >= expected or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+    assert sent == expected

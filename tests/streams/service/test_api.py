@@ -92,6 +92,23 @@ def test_similar_documents_to_posted_content_and_to_a_stored_url(
     assert swept_state.view().counters.get("documents") == before  # queries change nothing
 
 
+def test_similar_with_containment_finds_the_sources_of_an_excerpt(
+    service: Service, swept_state: State
+) -> None:
+    _, _, texts = two_sweeps()
+    words = texts["three"]
+    excerpt = " ".join(words[len(words) // 3 : len(words) // 3 + 40])
+    body = {"content": excerpt, "containment": 0.6, "limit": 5}
+    matches = _post(service, "/similar", body)["matches"]
+    page = Page(url="query:", content=excerpt, content_type="text/html")
+    assert matches == reports.similar_to_content(swept_state, page, 5, 0.0, 0.6)
+    assert matches and all(m["containment"] >= 0.6 for m in matches)
+    assert "https://site.example/blog/3" in {m["url"] for m in matches}
+    assert [m["containment"] for m in matches] == sorted(
+        (m["containment"] for m in matches), reverse=True
+    )
+
+
 def test_folding_a_result_page_keeps_the_heads_in_order(
     service: Service, swept_state: State
 ) -> None:
@@ -148,6 +165,7 @@ def test_stats_and_dashboard_read_the_state_counters(service: Service, swept_sta
         ("POST", "/similar", {"content": "x", "limit": True}, 400, "must be an integer"),
         ("POST", "/similar", {"content": "x", "colour": "red"}, 400, "unknown fields: colour"),
         ("POST", "/similar", {"content": "x", "min_resemblance": 2}, 400, "from 0 to 1"),
+        ("POST", "/similar", {"content": "x", "containment": 0}, 400, "above 0 and at most 1"),
         ("POST", "/similar", b"x" * 5000, 413, "over the limit"),
         ("POST", "/fold", {"items": ["u"] * 11}, 400, "over the limit of 10"),
         ("POST", "/fold", {"items": [3]}, 400, "items[0] must be a URL"),
