@@ -348,5 +348,6 @@ def _print_table(report: dict[str, object]) -> None:
     if isinstance(queries, dict):
         print(
             f"containment queries ({queries['queries']} excerpts): p50 {queries['p50_ms']} ms, "
-            f"p99 {queries['p99_ms']} ms, source first {queries['source_first']:.1%}"
+            f"p99 {queries['p99_ms']} ms, source (or a copy) returned "
+            f"{queries['source_returned']:.1%}, first {queries['source_first']:.1%}"
         )

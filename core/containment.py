@@ -41,11 +41,10 @@ MAX_LEVEL = 32
 def containment_keys(fingerprints: U64, level: int) -> U32:
     """The sample values (high 32 bits, ascending, distinct) of a sorted, unique array of
     shingle fingerprints whose low ``level`` bits are all 0."""
-    high = drop_repeats(top_bits(fingerprints))
-    if level <= 0:
-        return high
-    mask = np.uint32((1 << min(level, MAX_LEVEL)) - 1)
-    kept: U32 = high[(high & mask) == 0]
+    if level > 0:  # the low bits of the high half, tested before anything is copied
+        mask = np.uint64(((1 << min(level, MAX_LEVEL)) - 1) << 32)
+        fingerprints = fingerprints[(fingerprints & mask) == 0]
+    kept: U32 = drop_repeats(top_bits(fingerprints))
     return kept
 
 

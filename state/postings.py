@@ -290,23 +290,34 @@ class PostingIndex:
         carriers = carried.order[carried.starts[single]]
         full = (self._cap - 1) * width
         slow: list[int] = []
-        for i, owner, position in zip(
-            np.flatnonzero(single).tolist(),
-            carried.owners[carriers].tolist(),
-            carried.positions[carriers].tolist(),
-            strict=True,
-        ):
-            raw = stored[i]
-            assert raw is not None
-            if (
-                len(raw) % width
-                or len(raw) >= full
-                or (not new_documents and _index_of(doc_ids[owner], raw, width) is not None)
+        if new_documents and not meetings:  # ingestion's containment index: writes only
+            self._append_singles(
+                np.flatnonzero(single).tolist(),
+                carried.owners[carriers].tolist(),
+                carried.positions[carriers].tolist(),
+                keys,
+                stored,
+                batch,
+                slow,
+            )
+        else:
+            for i, owner, position in zip(
+                np.flatnonzero(single).tolist(),
+                carried.owners[carriers].tolist(),
+                carried.positions[carriers].tolist(),
+                strict=True,
             ):
-                slow.append(i)
-                continue
-            met.append(_Met(raw, owner, position))
-            self._tx.put(self._table, keys[i], raw + batch.entry(owner, position))
+                raw = stored[i]
+                assert raw is not None
+                if (
+                    len(raw) % width
+                    or len(raw) >= full
+                    or (not new_documents and _index_of(doc_ids[owner], raw, width) is not None)
+                ):
+                    slow.append(i)
+                    continue
+                met.append(_Met(raw, owner, position))
+                self._tx.put(self._table, keys[i], raw + batch.entry(owner, position))
         owners, positions = carried.owners.tolist(), carried.positions.tolist()
         for i in sorted(slow + np.flatnonzero(~new & ~single).tolist()):
             rows = carried.rows(i)
@@ -320,6 +331,30 @@ class PostingIndex:
                 new_documents,
             )
         return self._group(met if meetings else [], len(doc_ids), stopped)
+
+    def _append_singles(
+        self,
+        at: list[int],
+        owners: list[int],
+        positions: list[int],
+        keys: list[bytes],
+        stored: list[bytes | None],
+        batch: _Batch,
+        slow: list[int],
+    ) -> None:
+        """Append each stored key's one new carrier in one dictionary of writes; a stop key,
+        or a list the entry would bring to the cap, is left to ``slow``."""
+        width = self._layout.dtype.itemsize
+        full = (self._cap - 1) * width
+        updates: dict[bytes, bytes] = {}
+        for i, owner, position in zip(at, owners, positions, strict=True):
+            raw = stored[i]
+            assert raw is not None
+            if len(raw) % width or len(raw) >= full:
+                slow.append(i)
+            else:
+                updates[keys[i]] = raw + batch.entry(owner, position)
+        self._tx.put_many(self._table, updates)
 
     def _add_in_order(
         self,
