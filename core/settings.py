@@ -64,7 +64,9 @@ def choose_bands(
 
 
 #: the settings that shape no stored data: a state may be reopened with other values
-RUN_SETTINGS = frozenset({"posting_cap", "max_false_negative", "containment_threshold"})
+RUN_SETTINGS = frozenset(
+    {"posting_cap", "max_false_negative", "containment_cap", "containment_threshold"}
+)
 
 
 def _require(ok: bool, message: str) -> None:
@@ -76,8 +78,9 @@ def _require(ok: bool, message: str) -> None:
 class Settings:
     """How documents are reduced to sketches and when two of them are near-duplicates.
 
-    Every field except ``posting_cap`` shapes what is stored, so a state directory keeps the
-    settings it was built with and refuses to be reopened with other ones.
+    Every field but the run settings (``RUN_SETTINGS``: caps, the containment events'
+    threshold) shapes what is stored, so a state directory keeps the settings it was built
+    with and refuses to be reopened with other ones.
     """
 
     #: w, the number of tokens in a shingle. Broder used 10; 5 suits shorter web pages.
@@ -117,6 +120,11 @@ class Settings:
     #: keeps all of them. More finds smaller excerpts and estimates containment closer, at
     #: about 15 bytes on disk per kept shingle. 0 keeps no containment index.
     containment_sample: int = 64
+    #: A containment posting list stops growing at this many documents and its shingle is a
+    #: stop key: a shingle that many pages share (a site's header, a licence) says nothing
+    #: about where an excerpt came from, and each new page would rewrite its whole list.
+    #: Stop keys count on neither side of an estimate. May change between runs.
+    containment_cap: int = 64
     #: C: a new document contained at C or more in an earlier one, or containing one at C or
     #: more, emits a ``contained`` event; None emits none. Events only: it may change between
     #: runs of one state (from then on).
@@ -182,6 +190,11 @@ class Settings:
             self.containment_sample == 0 or self.containment_sample >= 8,
             f"containment_sample={self.containment_sample!r} is too small to estimate "
             "containment: use at least 8, or 0 for no containment index",
+        )
+        _require(
+            isinstance(self.containment_cap, int) and self.containment_cap >= 2,
+            f"containment_cap={self.containment_cap!r} is too small: use an integer of at "
+            "least 2 (64 is the default)",
         )
         _require(
             self.containment_threshold is None

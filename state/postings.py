@@ -178,12 +178,16 @@ class PostingIndex:
         cap: int,
         layout: EntryLayout,
         key_filter: Callable[[], KeyFilter] | None = None,
+        count_stop_requests: bool = True,
     ) -> None:
         self._tx = tx
         self._table = table
         self._cap = cap
         self._layout = layout
         self._key_filter = key_filter
+        # an index whose stop keys are many and met by most documents (the containment
+        # index) does not rewrite a stop key at each meeting to count it
+        self._count_stop_requests = count_stop_requests
 
     def _stored(
         self, keys: U32, encoded: list[bytes], key_filter: KeyFilter | None
@@ -370,10 +374,11 @@ class PostingIndex:
         width = self._layout.dtype.itemsize
         # only a stop key is not a whole number of entries: the others are not decoded here
         if raw is not None and len(raw) % width:
-            postings = Postings.decode(raw, self._layout)
             for owner, _ in owners:
                 stopped[owner] += 1
-            self._mark_stop(key, postings.requests + len(owners), new=False)
+            if self._count_stop_requests:
+                requests = Postings.decode(raw, self._layout).requests
+                self._mark_stop(key, requests + len(owners), new=False)
             return
         # bytes, not arrays: most lists are short, and numpy's set-up would cost more
         value = raw or b""

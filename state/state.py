@@ -43,7 +43,12 @@ class StateView:
             self.tx, "shingles", cap, SHORT_ENTRY, _of(key_filter, "shingles")
         )
         self.containment = PostingIndex(
-            self.tx, "containment", cap, CONTAINMENT_ENTRY, _of(key_filter, "containment")
+            self.tx,
+            "containment",
+            settings.containment_cap,
+            CONTAINMENT_ENTRY,
+            _of(key_filter, "containment"),
+            count_stop_requests=False,
         )
         self.clusters = Clusters(self.tx, self.documents)
         self.urls = UrlHistory(self.tx)
