@@ -16,7 +16,7 @@ from .exceptions import (
 )
 from .length_filter import may_resemble, size_class
 from .prefix_filter import short_pairs_kept
-from .prepare import Fingerprints, PreparedDoc, Preparer
+from .prepare import FINER_LOOKUP, Fingerprints, PreparedDoc, Preparer
 from .records import (
     DEFAULT_MAX_RECORD_BYTES,
     Page,
@@ -41,6 +41,7 @@ from .supershingles import super_shingles
 __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",
     "DEFAULT_SEED",
+    "FINER_LOOKUP",
     "RUN_SETTINGS",
     "BadRecordError",
     "BrokerError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,12 +18,12 @@ from .shingles import shingle_sets, top_bits
 from .sketch import Sketch, sketch_family
 from .supershingles import super_shingles
 
-__all__ = ["Fingerprints", "PreparedDoc", "Preparer"]
+__all__ = ["FINER_LOOKUP", "Fingerprints", "PreparedDoc", "Preparer"]
 
 _NO_SUPER_SHINGLES: U64 = np.zeros(0, dtype=np.uint64)
 _NO_SHINGLE_KEYS: npt.NDArray[np.uint32] = np.zeros(0, dtype=np.uint32)
 #: levels by which a stored document's containment lookups are finer than its postings
-_FINER_LOOKUP = 2
+FINER_LOOKUP = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,16 @@ class PreparedDoc:
     #: document meets the small ones it contains as often as they meet it; 0 for a query
     containment_level: int
     containment_lookup: int
+
+    def looking_up_at(self, level: int) -> PreparedDoc:
+        """The same document looking up only its containment keys of ``level`` (not finer
+        than the ones it has)."""
+        level = max(level, self.containment_lookup)
+        if level == self.containment_lookup:
+            return self
+        mask = np.uint32((1 << level) - 1)
+        keys = self.containment_keys[(self.containment_keys & mask) == 0]
+        return dataclasses.replace(self, containment_keys=keys, containment_lookup=level)
 
     @property
     def containment_posted(self) -> npt.NDArray[np.uint32]:
@@ -109,7 +120,7 @@ class Preparer:
         prepared = []
         contained = settings.containment_sample > 0
         # events: a large new document looks up 4x its posted keys (see containment_lookup)
-        finer = 0 if settings.containment_threshold is None else _FINER_LOOKUP
+        finer = 0 if settings.containment_threshold is None else FINER_LOOKUP
         for index, page in enumerate(pages):
             shingles = sets[index]
             count = len(shingles)

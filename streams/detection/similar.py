@@ -3,10 +3,11 @@ state is not changed."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
-from neardup.core import Estimate, PreparedDoc, Settings, StateError
+from neardup.core import FINER_LOOKUP, Estimate, PreparedDoc, Settings, StateError
 from neardup.state import StateView
 
 from .candidates import query_candidates
@@ -60,9 +61,11 @@ def find_similar(
     verified, _ = verify_all(view, [(doc, query_candidates(view, doc))], settings, 0.0)
     found: list[tuple[int, Estimate, MatchMethod]] = [(c, e, "near") for c, e in verified[0]]
     if settings.containment_sample:
+        # a page half in the query is found as a stored page finds what it contains
+        asking = doc.looking_up_at(doc.containment_level - FINER_LOOKUP)
         found += [
             (c, e, "contained")
-            for c, e in _containing(view, doc, settings, DEFAULT_QUERY_CONTAINMENT)
+            for c, e in _containing(view, asking, settings, DEFAULT_QUERY_CONTAINMENT)
         ]
     for candidate, e, method in found:
         if (
@@ -88,9 +91,12 @@ def find_containing(
             "this state keeps no containment index (it was built with containment_sample 0): "
             "build one with containment_sample > 0 to ask for containment"
         )
+    # a page holding C of the query has at least C times its shingles, so its level is at
+    # most log2(1/C) below the query's: the query's keys of that level meet all it shares
+    asking = doc.looking_up_at(doc.containment_level - math.ceil(-math.log2(threshold)))
     matches = [
         Match(ref_of(view, candidate), "contained", e, view.clusters.find(candidate))
-        for candidate, e in _containing(view, doc, settings, threshold)
+        for candidate, e in _containing(view, asking, settings, threshold)
         if e.containment >= threshold and candidate != doc.doc_id
     ]
     twin = exact_twin(view, doc)
@@ -111,9 +117,5 @@ def find_containing(
 def _containing(
     view: StateView, doc: PreparedDoc, settings: Settings, threshold: float
 ) -> list[tuple[int, Estimate]]:
-    if doc.containment_lookup:
-        raise ValueError(
-            "a query's containment sample is all its shingles: prepare it with query=True"
-        )
     found, _ = verify_containment(view, [doc], query_containment(view, doc), settings, threshold)
     return found[0]

@@ -476,7 +476,7 @@ def test_a_follower_reads_what_a_writer_commits_and_never_creates_a_state(
 def test_a_query_meets_what_a_new_document_would_and_posts_nothing() -> None:
     """``meet`` (a query) finds the documents and shared-key counts that posting the same
     keys would, counts stop keys, and writes nothing."""
-    with State.open(None, Settings(posting_cap=3)) as state:
+    with State.open(None, Settings(containment_cap=3)) as state:
         view = state.view()
         view.containment.meet_batch(
             [_k("ab"), _k("bcd"), _k("d"), _k("d")], [1, 2, 3, 4], [5, 6, 7, 8]
