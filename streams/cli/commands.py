@@ -75,6 +75,9 @@ SETTING_OPTIONS = (
         "shingles per document in the containment index (0: no index)",
         to_int,
     ),
+    _setting(
+        "containment_cap", "N", "documents per containment posting list before a stop key", to_int
+    ),
     Option(
         "containment_threshold",
         "emit a contained event for each earlier document holding at least C of a new one, or "

@@ -53,6 +53,7 @@ _SETTING_FIELDS = (
     "short_limit",
     "posting_cap",
     "containment_sample",
+    "containment_cap",
     "containment_threshold",
 )
 
