@@ -54,6 +54,10 @@ class MemoryStore(Store):
     def catch_up(self) -> None:
         pass  # the only writer is this process
 
+    def compact(self) -> None:
+        if self._tables is None:
+            raise RuntimeError("the store is closed")  # a dict keeps only the latest values
+
     def flush_in_background(self) -> None:
         if self._tables is None:
             raise RuntimeError("the store is closed")  # and there is no disk to write to

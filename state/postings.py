@@ -239,13 +239,11 @@ class PostingIndex:
         key_arrays: Sequence[U32],
         doc_ids: Sequence[int],
         sizes: Sequence[int],
-        meetings: bool = True,
         new_documents: bool = False,
     ) -> Meetings:
         """Add documents in order, each under its keys with its size (and each key's position
         in its list, where the layout keeps it); what each met there (earlier ones of the batch
-        included): the same as adding them one by one. Without ``meetings``, what they met
-        is not grouped (the result says they met nothing).
+        included): the same as adding them one by one.
 
         A document already in a list (a replay) meets there what it met the first time.
         ``new_documents``: the caller vouches that none is in any list yet (ingestion posts
@@ -257,16 +255,8 @@ class PostingIndex:
         carried = _Carried.of(key_arrays)
         if not len(carried.keys):
             return self._group([], len(doc_ids), stopped)
-        keys = _encoded(carried.keys)
-        key_filter = None if self._key_filter is None else self._key_filter()
-        stored = self._stored(carried.keys, keys, key_filter)
+        keys, stored, absent = self._lists_of(carried)
         # the common case, a key new to the index carried by one document: packed in one go
-        absent = np.fromiter((raw is None for raw in stored), np.bool_, len(stored))
-        new_keys = int(np.count_nonzero(absent))
-        if new_keys:  # every absent key is written below
-            Counters(self._tx).add(f"index_keys:{self._table}", new_keys)
-        if key_filter is not None:
-            key_filter.add(carried.keys[absent])
         new = absent & (carried.counts == 1)
         only = carried.order[carried.starts[new]]  # each new key's one carrier
         owner = carried.owners[only]
@@ -294,34 +284,23 @@ class PostingIndex:
         carriers = carried.order[carried.starts[single]]
         full = (self._cap - 1) * width
         slow: list[int] = []
-        if new_documents and not meetings:  # ingestion's containment index: writes only
-            self._append_singles(
-                np.flatnonzero(single).tolist(),
-                carried.owners[carriers].tolist(),
-                carried.positions[carriers].tolist(),
-                keys,
-                stored,
-                batch,
-                slow,
-            )
-        else:
-            for i, owner, position in zip(
-                np.flatnonzero(single).tolist(),
-                carried.owners[carriers].tolist(),
-                carried.positions[carriers].tolist(),
-                strict=True,
+        for i, owner, position in zip(
+            np.flatnonzero(single).tolist(),
+            carried.owners[carriers].tolist(),
+            carried.positions[carriers].tolist(),
+            strict=True,
+        ):
+            raw = stored[i]
+            assert raw is not None
+            if (
+                len(raw) % width
+                or len(raw) >= full
+                or (not new_documents and _index_of(doc_ids[owner], raw, width) is not None)
             ):
-                raw = stored[i]
-                assert raw is not None
-                if (
-                    len(raw) % width
-                    or len(raw) >= full
-                    or (not new_documents and _index_of(doc_ids[owner], raw, width) is not None)
-                ):
-                    slow.append(i)
-                    continue
-                met.append(_Met(raw, owner, position))
-                self._tx.put(self._table, keys[i], raw + batch.entry(owner, position))
+                slow.append(i)
+                continue
+            met.append(_Met(raw, owner, position))
+            self._tx.put(self._table, keys[i], raw + batch.entry(owner, position))
         owners, positions = carried.owners.tolist(), carried.positions.tolist()
         for i in sorted(slow + np.flatnonzero(~new & ~single).tolist()):
             rows = carried.rows(i)
@@ -330,35 +309,88 @@ class PostingIndex:
                 stored[i],
                 [(owners[row], positions[row]) for row in rows],
                 batch,
-                met if meetings else None,
+                met,
                 stopped,
                 new_documents,
             )
-        return self._group(met if meetings else [], len(doc_ids), stopped)
+        return self._group(met, len(doc_ids), stopped)
 
-    def _append_singles(
-        self,
-        at: list[int],
-        owners: list[int],
-        positions: list[int],
-        keys: list[bytes],
-        stored: list[bytes | None],
-        batch: _Batch,
-        slow: list[int],
+    def post_new(
+        self, key_arrays: Sequence[U32], doc_ids: Sequence[int], sizes: Sequence[int]
     ) -> None:
-        """Append each stored key's one new carrier in one dictionary of writes; a stop key,
-        or a list the entry would bring to the cap, is left to ``slow``."""
+        """Add documents that no list holds yet, in order, each under its keys with its size,
+        and group nothing of what they meet: ``meet_batch(..., new_documents=True)`` without
+        its result, for an index that ingestion only writes (the containment index).
+
+        Each key's new entries are packed in one numpy call, grouped by key, and appended
+        with one slice and one concatenation a key; only a stop key, a list reaching the cap
+        and a key one document carries twice take the general path."""
+        if len(sizes) != len(doc_ids) or len(key_arrays) != len(doc_ids):
+            raise ValueError(f"the index {self._table!r} needs keys and a size per document")
+        carried = _Carried.of(key_arrays)
+        if not len(carried.keys):
+            return
+        keys, stored, _ = self._lists_of(carried)
+        rows = carried.order  # every carrier, grouped by key, in batch order within a key
+        owners = carried.owners[rows]
         width = self._layout.dtype.itemsize
-        full = (self._cap - 1) * width
+        packed = self._layout.pack_many(
+            np.asarray(doc_ids, np.uint64)[owners],
+            np.asarray(sizes, np.int64)[owners],
+            carried.positions[rows],
+        )
+        group = np.repeat(np.arange(len(carried.keys)), carried.counts)
+        twice = np.zeros(len(carried.keys), np.bool_)
+        twice[group[1:][(group[1:] == group[:-1]) & (owners[1:] == owners[:-1])]] = True
+        starts = (carried.starts * width).tolist()
+        ends = ((carried.starts + carried.counts) * width).tolist()
+        room = self._cap * width
         updates: dict[bytes, bytes] = {}
-        for i, owner, position in zip(at, owners, positions, strict=True):
-            raw = stored[i]
-            assert raw is not None
-            if len(raw) % width or len(raw) >= full:
+        slow: list[int] = []
+        for i, (key, raw, start, end, repeated) in enumerate(
+            zip(keys, stored, starts, ends, twice.tolist(), strict=True)
+        ):
+            if repeated:
                 slow.append(i)
-            else:
-                updates[keys[i]] = raw + batch.entry(owner, position)
+            elif raw is None:
+                if end - start < room:
+                    updates[key] = packed[start:end]
+                else:
+                    slow.append(i)
+            elif len(raw) % width == 0 and len(raw) + end - start < room:
+                updates[key] = raw + packed[start:end]
+            else:  # a stop key, or a list that reaches the cap
+                slow.append(i)
         self._tx.put_many(self._table, updates)
+        if slow:
+            batch = _Batch(doc_ids, sizes, self._layout)
+            stopped = np.zeros(len(doc_ids), np.int64)
+            all_owners, positions = carried.owners.tolist(), carried.positions.tolist()
+            for i in slow:
+                self._add_in_order(
+                    keys[i],
+                    stored[i],
+                    [(all_owners[row], positions[row]) for row in carried.rows(i)],
+                    batch,
+                    None,
+                    stopped,
+                    True,
+                )
+
+    def _lists_of(self, carried: _Carried) -> tuple[list[bytes], list[bytes | None], Any]:
+        """A batch's distinct keys as stored, their stored lists, and which are absent; the
+        absent ones are counted as new keys and added to the key filter, since the caller
+        writes every one of them."""
+        keys = _encoded(carried.keys)
+        key_filter = None if self._key_filter is None else self._key_filter()
+        stored = self._stored(carried.keys, keys, key_filter)
+        absent = np.fromiter((raw is None for raw in stored), np.bool_, len(stored))
+        new_keys = int(np.count_nonzero(absent))
+        if new_keys:
+            Counters(self._tx).add(f"index_keys:{self._table}", new_keys)
+        if key_filter is not None:
+            key_filter.add(carried.keys[absent])
+        return keys, stored, absent
 
     def _add_in_order(
         self,

@@ -340,6 +340,12 @@ class RocksDBStore(Store):
                 continue
         return total
 
+    def compact(self) -> None:
+        if self.follower:
+            raise StateError("a follower cannot compact the state it reads")
+        for table in TABLES:
+            self._family(table).compact_range(None, None)
+
     def close(self) -> None:
         if self._db is None:
             return

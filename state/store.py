@@ -98,6 +98,12 @@ class Store(abc.ABC):
         memory is written first: the size of the state itself, not of a moment of a run."""
         return 0
 
+    @abc.abstractmethod
+    def compact(self) -> None:
+        """Rewrite the stored tables without the versions later writes replaced (a posting
+        list is rewritten at each append): what the state settles to on disk, which a
+        backend's own compactions reach in their own time."""
+
     def __enter__(self) -> Store:
         return self
 

@@ -40,12 +40,10 @@ ContainmentPair = tuple[int, Estimate]
 
 def post_containment(view: StateView, docs: list[PreparedDoc]) -> None:
     """Post new documents (admitted as new) in the containment index."""
-    view.containment.meet_batch(
+    view.containment.post_new(
         [doc.containment_posted for doc in docs],
         [doc.doc_id for doc in docs],
         [doc.containment_level for doc in docs],
-        meetings=False,
-        new_documents=True,
     )
 
 

@@ -344,12 +344,10 @@ def test_posting_index_batches_equal_one_by_one(
             for batch in batches:
                 view = state.view()
                 index = view.short_shingles if short else view.super_shingles
-                index.meet_batch(
+                index.post_new(
                     [_k("".join(keys)) for _, keys in batch],
                     [doc_id for doc_id, _ in batch],
                     [doc_id + 100 for doc_id, _ in batch],
-                    meetings=False,
-                    new_documents=True,
                 )
                 view.commit()
             again = {

@@ -110,6 +110,15 @@ def test_flushing_in_background_leaves_reads_and_writes_as_they_were(store: Stor
     assert store.get("supershingles", b"abcd") == b"1"
 
 
+def test_compaction_keeps_every_latest_value(store: Store) -> None:
+    for version in range(5):  # a posting list rewritten at each append
+        store.write({"containment": {b"abcd": b"x" * (version + 1)}, "docs": {b"gone": b"v"}})
+    store.write({"docs": {b"gone": None}})
+    store.compact()
+    assert list(store.items("containment")) == [(b"abcd", b"xxxxx")]
+    assert store.get("docs", b"gone") is None
+
+
 def test_rocksdb_survives_reopen(tmp_path: Path) -> None:
     with RocksDBStore(tmp_path / "db") as first:
         first.write({"docs": {b"k": b"v"}})
