@@ -2,7 +2,7 @@
 
 from .clusters import Clusters
 from .codec import ClusterInfo, DocRecord, Postings, StoredRef, pack_sample, unpack_samples
-from .documents import Documents, FingerprintKind, FingerprintTable, UrlHistory
+from .documents import Documents, FingerprintKind, FingerprintTable, Seen, UrlHistory
 from .memory import MemoryStore
 from .meta import FORMAT_VERSION, Counters, LogOffsets, check_or_store_settings
 from .postings import Meetings, PostingIndex
@@ -29,6 +29,7 @@ __all__ = [
     "Postings",
     "RocksDBOptions",
     "RocksDBStore",
+    "Seen",
     "State",
     "StateView",
     "Store",

@@ -17,7 +17,7 @@ from .codec import (
 )
 from .transaction import Transaction
 
-__all__ = ["Documents", "FingerprintKind", "FingerprintTable", "UrlHistory"]
+__all__ = ["Documents", "FingerprintKind", "FingerprintTable", "Seen", "UrlHistory"]
 
 _VERSION_ENTRY = struct.Struct(">qQ")  # fetched_at micros, doc id
 
@@ -93,7 +93,10 @@ class FingerprintKind(IntEnum):
 
 
 class FingerprintTable:
-    """(kind, 64-bit fingerprint) -> the first document that had it."""
+    """(kind, 64-bit fingerprint) -> the first document that had it, and the document whose
+    sketch that one shares (itself, or for a twin its original): so that a copy of a twin
+    finds the sketch's owner without reading records, which a detection shard may not hold.
+    The owner is stored only when it is another document."""
 
     def __init__(self, tx: Transaction) -> None:
         self._tx = tx
@@ -105,13 +108,34 @@ class FingerprintTable:
     def prefetch(self, keys: Iterable[bytes]) -> None:
         self._tx.prefetch("fingerprints", keys)
 
-    def lookup(self, key: bytes) -> int | None:
-        """The document registered under a key made with ``key``, if any."""
+    def lookup(self, key: bytes) -> tuple[int, int] | None:
+        """(the document registered under a key made with ``key``, its sketch's owner)."""
         raw = self._tx.get("fingerprints", key)
-        return None if raw is None else decode_id(raw)
+        if raw is None:
+            return None
+        doc_id = decode_id(raw[:8])
+        return doc_id, decode_id(raw[8:16]) if len(raw) >= 16 else doc_id
 
-    def register(self, key: bytes, doc_id: int) -> None:
-        self._tx.put("fingerprints", key, encode_id(doc_id))
+    def register(self, key: bytes, doc_id: int, owner: int | None = None) -> None:
+        extra = b"" if owner is None or owner == doc_id else encode_id(owner)
+        self._tx.put("fingerprints", key, encode_id(doc_id) + extra)
+
+
+class Seen:
+    """The documents a detection shard has admitted without keeping them (another shard
+    keeps them): so that every shard tells a delivery already known from a new one."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    def prefetch(self, doc_ids: Iterable[int]) -> None:
+        self._tx.prefetch("seen", [encode_id(doc_id) for doc_id in doc_ids])
+
+    def has(self, doc_id: int) -> bool:
+        return self._tx.get("seen", encode_id(doc_id)) is not None
+
+    def add(self, doc_id: int) -> None:
+        self._tx.put("seen", encode_id(doc_id), b"\x01")
 
 
 class UrlHistory:

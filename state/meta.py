@@ -12,7 +12,7 @@ from .transaction import Transaction
 __all__ = ["FORMAT_VERSION", "Counters", "LogOffsets", "check_or_store_settings"]
 
 #: Bumped whenever a stored layout changes incompatibly.
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 
 
 def check_or_store_settings(store: Store, settings: Settings | None) -> Settings:

@@ -137,8 +137,16 @@ def _encoded(keys: U32) -> list[bytes]:
 class _Batch:
     """The documents being added, and how their entries are packed."""
 
-    def __init__(self, doc_ids: Sequence[int], sizes: Sequence[int], layout: EntryLayout):
+    def __init__(
+        self,
+        doc_ids: Sequence[int],
+        sizes: Sequence[int],
+        layout: EntryLayout,
+        posts: list[bool] | None = None,
+    ):
         self.doc_ids = doc_ids
+        #: which documents are added (the others only meet)
+        self.posts = [True] * len(doc_ids) if posts is None else posts
         self._sizes = sizes
         self._layout = layout
         # most keys are posted without a position: one entry per document serves them all
@@ -240,6 +248,7 @@ class PostingIndex:
         doc_ids: Sequence[int],
         sizes: Sequence[int],
         new_documents: bool = False,
+        posting: Sequence[bool] | None = None,
     ) -> Meetings:
         """Add documents in order, each under its keys with its size (and each key's position
         in its list, where the layout keeps it); what each met there (earlier ones of the batch
@@ -248,16 +257,23 @@ class PostingIndex:
         A document already in a list (a replay) meets there what it met the first time.
         ``new_documents``: the caller vouches that none is in any list yet (ingestion posts
         only the documents it admitted as new, in the same write as their records), and no
-        list is searched for them."""
+        list is searched for them. ``posting``: which documents are added; the others meet
+        what they would meet at their place in the batch, and leave no trace (a detection
+        shard posts only its own documents, and looks up every document's keys)."""
         if len(sizes) != len(doc_ids) or len(key_arrays) != len(doc_ids):
             raise ValueError(f"the index {self._table!r} needs keys and a size per document")
+        posts = np.ones(len(doc_ids), np.bool_) if posting is None else np.asarray(posting)
+        if len(posts) != len(doc_ids):
+            raise ValueError(f"the index {self._table!r} needs a posting flag per document")
         stopped = np.zeros(len(doc_ids), np.int64)
         carried = _Carried.of(key_arrays)
         if not len(carried.keys):
             return self._group([], len(doc_ids), stopped)
-        keys, stored, absent = self._lists_of(carried)
+        poster = posts[carried.owners[carried.order]]  # per carrier, grouped by key
+        written = np.logical_or.reduceat(poster, carried.starts) if len(poster) else poster
+        keys, stored, absent = self._lists_of(carried, written)
         # the common case, a key new to the index carried by one document: packed in one go
-        new = absent & (carried.counts == 1)
+        new = absent & (carried.counts == 1) & written
         only = carried.order[carried.starts[new]]  # each new key's one carrier
         owner = carried.owners[only]
         packed = self._layout.pack_many(
@@ -277,7 +293,7 @@ class PostingIndex:
             ),
         )
         met: list[_Met] = []
-        batch = _Batch(doc_ids, sizes, self._layout)
+        batch = _Batch(doc_ids, sizes, self._layout, posts.tolist())
         # the next most common case, a stored key carried by one document: appended to here
         # unless it is a stop key, reaches the cap, or already lists the document (a replay)
         single = ~absent & (carried.counts == 1)
@@ -300,9 +316,11 @@ class PostingIndex:
                 slow.append(i)
                 continue
             met.append(_Met(raw, owner, position))
-            self._tx.put(self._table, keys[i], raw + batch.entry(owner, position))
+            if batch.posts[owner]:
+                self._tx.put(self._table, keys[i], raw + batch.entry(owner, position))
         owners, positions = carried.owners.tolist(), carried.positions.tolist()
-        for i in sorted(slow + np.flatnonzero(~new & ~single).tolist()):
+        lone = absent & (carried.counts == 1) & ~written  # met nothing, and stays absent
+        for i in sorted(slow + np.flatnonzero(~new & ~single & ~lone).tolist()):
             rows = carried.rows(i)
             self._add_in_order(
                 keys[i],
@@ -377,19 +395,22 @@ class PostingIndex:
                     True,
                 )
 
-    def _lists_of(self, carried: _Carried) -> tuple[list[bytes], list[bytes | None], Any]:
+    def _lists_of(
+        self, carried: _Carried, written: Any = None
+    ) -> tuple[list[bytes], list[bytes | None], Any]:
         """A batch's distinct keys as stored, their stored lists, and which are absent; the
-        absent ones are counted as new keys and added to the key filter, since the caller
-        writes every one of them."""
+        absent ones that the caller writes (``written``, by default all) are counted as new
+        keys and added to the key filter."""
         keys = _encoded(carried.keys)
         key_filter = None if self._key_filter is None else self._key_filter()
         stored = self._stored(carried.keys, keys, key_filter)
         absent = np.fromiter((raw is None for raw in stored), np.bool_, len(stored))
-        new_keys = int(np.count_nonzero(absent))
+        created = absent if written is None else absent & written
+        new_keys = int(np.count_nonzero(created))
         if new_keys:
             Counters(self._tx).add(f"index_keys:{self._table}", new_keys)
         if key_filter is not None:
-            key_filter.add(carried.keys[absent])
+            key_filter.add(carried.keys[created])
         return keys, stored, absent
 
     def _add_in_order(
@@ -402,15 +423,18 @@ class PostingIndex:
         stopped: I64,
         new_documents: bool,
     ) -> None:
-        """Post a key's carriers in batch order; what each met goes to ``met`` (when given)."""
+        """Post a key's carriers in batch order (those that post); what each met goes to
+        ``met`` (when given)."""
         width = self._layout.dtype.itemsize
+        posts = batch.posts
         # only a stop key is not a whole number of entries: the others are not decoded here
         if raw is not None and len(raw) % width:
             for owner, _ in owners:
                 stopped[owner] += 1
             if self._count_stop_requests:
                 requests = Postings.decode(raw, self._layout).requests
-                self._mark_stop(key, requests + len(owners), new=False)
+                posted = sum(posts[owner] for owner, _ in owners)
+                self._mark_stop(key, requests + posted, new=False)
             return
         # bytes, not arrays: most lists are short, and numpy's set-up would cost more
         value = raw or b""
@@ -418,26 +442,35 @@ class PostingIndex:
         if new_documents and distinct and len(value) + len(owners) * width < self._cap * width:
             # none of them is listed yet (nor twice here: a document may repeat a key), and
             # the list stays under the cap: appended at once
-            entries = [batch.entry(owner, position) for owner, position in owners]
+            entries = [
+                batch.entry(owner, position) if posts[owner] else b"" for owner, position in owners
+            ]
             if met is not None:
                 for index, (owner, position) in enumerate(owners):
                     met.append(_Met(value + b"".join(entries[:index]), owner, position))
-            self._tx.put(self._table, key, value + b"".join(entries))
+            if any(entries):
+                self._tx.put(self._table, key, value + b"".join(entries))
             return
         met = [] if met is None else met
+        before = value
         for index, (owner, position) in enumerate(owners):
             seen = _index_of(batch.doc_ids[owner], value, width)
             if seen is not None:  # a replay meets the same documents as the first time
                 met.append(_Met(value[: seen * width], owner, position))
                 continue
             met.append(_Met(value, owner, position))
+            if not posts[owner]:
+                continue
             value += batch.entry(owner, position)
             if len(value) >= self._cap * width:  # later carriers in the batch still count
-                for later, _ in owners[index + 1 :]:
-                    stopped[later] += 1
-                self._mark_stop(key, len(value) // width + len(owners) - 1 - index)
+                later = owners[index + 1 :]
+                for other, _ in later:
+                    stopped[other] += 1
+                requests = len(value) // width + sum(posts[other] for other, _ in later)
+                self._mark_stop(key, requests)
                 return
-        self._tx.put(self._table, key, value)
+        if value != before:
+            self._tx.put(self._table, key, value)
 
     def _group(self, met: list[_Met], documents: int, stopped: I64) -> Meetings:
         """One row per (document, earlier document): how many keys they shared, and what the

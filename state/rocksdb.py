@@ -67,6 +67,7 @@ class RocksDBOptions:
                 "shingles": 4,
                 "containment": 4,
                 "fingerprints": 9,
+                "seen": 8,
                 "docs": 8,
                 "parents": 8,
                 "clusters": 8,

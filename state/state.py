@@ -11,7 +11,7 @@ from neardup.core import Settings, StateError
 
 from .clusters import Clusters
 from .codec import CONTAINMENT_ENTRY, SHORT_ENTRY, SUPER_ENTRY
-from .documents import Documents, FingerprintTable, UrlHistory
+from .documents import Documents, FingerprintTable, Seen, UrlHistory
 from .key_filter import KeyFilter
 from .memory import MemoryStore
 from .meta import Counters, LogOffsets, check_or_store_settings
@@ -35,6 +35,7 @@ class StateView:
         self.tx = Transaction(store)
         self.documents = Documents(self.tx)
         self.fingerprints = FingerprintTable(self.tx)
+        self.seen = Seen(self.tx)
         cap = settings.posting_cap
         self.super_shingles = PostingIndex(
             self.tx, "supershingles", cap, SUPER_ENTRY, _of(key_filter, "supershingles")

@@ -17,7 +17,8 @@ __all__ = ["TABLES", "Changes", "Store", "Table"]
 Table = Literal[
     "meta",  # settings, format version, counters, Kafka log offsets
     "docs",  # doc id -> DocRecord
-    "fingerprints",  # kind + 64-bit fingerprint -> doc id (exact shortcuts)
+    "fingerprints",  # kind + 64-bit fingerprint -> doc id [+ its sketch's owner] (exact)
+    "seen",  # doc id -> marker: admitted here, kept by another detection shard
     "supershingles",  # super-shingle -> posting list of doc ids
     "shingles",  # short-document shingle -> posting list of doc ids
     "containment",  # containment sample value -> posting list of doc ids

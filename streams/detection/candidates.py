@@ -33,10 +33,14 @@ def index_keys(doc: PreparedDoc) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np
 
 
 def batch_candidates(
-    view: StateView, docs: list[PreparedDoc], settings: Settings
+    view: StateView,
+    docs: list[PreparedDoc],
+    settings: Settings,
+    posting: list[bool] | None = None,
 ) -> list[set[int]]:
     """Post new documents (admitted as new, in order) in both indexes; each one's candidates
-    among the documents before it (earlier ones of the batch included)."""
+    among the documents before it (earlier ones of the batch included). ``posting``: which
+    documents are posted (a detection shard's own); the others are only looked up."""
     keys = [index_keys(doc) for doc in docs]
     ids = [doc.doc_id for doc in docs]
     counts = np.fromiter((doc.shingle_count for doc in docs), np.int64, len(docs))
@@ -45,9 +49,14 @@ def batch_candidates(
         ids,
         size_class(counts).tolist(),
         new_documents=True,
+        posting=posting,
     )
     short = view.short_shingles.meet_batch(
-        [short_keys for _, short_keys in keys], ids, counts.tolist(), new_documents=True
+        [short_keys for _, short_keys in keys],
+        ids,
+        counts.tolist(),
+        new_documents=True,
+        posting=posting,
     )
     owners = near.owners()
     banded = near.chosen(

@@ -47,11 +47,17 @@ def post_containment(view: StateView, docs: list[PreparedDoc]) -> None:
     )
 
 
-def meet_containment(view: StateView, docs: list[PreparedDoc]) -> Meetings:
+def meet_containment(
+    view: StateView, docs: list[PreparedDoc], posting: list[bool] | None = None
+) -> Meetings:
     """What new documents, before they are posted, meet under their lookup keys: the stored
-    documents, and the earlier ones of the batch (by what those will be posted under)."""
+    documents, and the earlier ones of the batch that will be posted (``posting``, by
+    default all), by what those will be posted under."""
     stored = view.containment.meet([doc.containment_keys for doc in docs])
     owners, others, shared = _earlier_in_batch(docs)
+    if posting is not None:
+        kept = np.asarray(posting, np.bool_)[others] if len(others) else others.astype(np.bool_)
+        owners, others, shared = owners[kept], others[kept], shared[kept]
     ids = np.fromiter((doc.doc_id for doc in docs), np.uint64, len(docs))
     levels = np.fromiter((doc.containment_level for doc in docs), np.int64, len(docs))
     owner = np.concatenate([stored.owners(), owners])

@@ -10,10 +10,12 @@ from typing import Literal
 from neardup.core import FINER_LOOKUP, Estimate, PreparedDoc, Settings, StateError
 from neardup.state import StateView
 
+from .admission import exact_twin
 from .candidates import query_candidates
 from .containment import query_containment, verify_containment
 from .events import DocRef, Method
-from .stages import EXACT, exact_twin, ref_of, verify_all
+from .union import ref_of
+from .verify import EXACT, verify_all
 
 __all__ = ["DEFAULT_QUERY_CONTAINMENT", "Match", "MatchMethod", "find_containing", "find_similar"]
 

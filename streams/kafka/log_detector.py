@@ -27,7 +27,7 @@ from neardup.state import State, StateView
 from ..detection import BatchResult, Detector
 from .prepared_codec import decode_batch, settings_of_batch
 
-__all__ = ["LogDetector", "Staged"]
+__all__ = ["LogDetector", "SettingsCheck", "Staged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class LogDetector:
         self.state = state
         self.detector = Detector(state)
         self.log = log
-        self._accepted: set[bytes] = set()  # settings JSON already checked
+        self._settings = SettingsCheck(state.settings)
 
     @property
     def next_offset(self) -> int:
@@ -73,7 +73,7 @@ class LogDetector:
                 continue
             last = offset
             try:
-                docs += decode_batch(value, self._check_settings(value))
+                docs += decode_batch(value, self._settings.check(value))
             except BadRecordError as error:
                 rejected.append((offset, error))
         view, result = self.detector.stage(docs)
@@ -84,8 +84,17 @@ class LogDetector:
         """Make a staged run durable, with the offset it ends at, in one write."""
         staged.view.commit()
 
-    def _check_settings(self, value: bytes) -> Settings:
-        mine = self.state.settings
+
+class SettingsCheck:
+    """Refuses prepared messages made with settings incompatible with a state's."""
+
+    def __init__(self, mine: Settings) -> None:
+        self.mine = mine
+        self._accepted: set[bytes] = set()  # settings JSON already checked
+
+    def check(self, value: bytes) -> Settings:
+        """This deployment's settings, if the message was prepared with compatible ones."""
+        mine = self.mine
         raw, _ = settings_of_batch(value)
         if raw in self._accepted:
             return mine

@@ -17,7 +17,7 @@ from neardup.core import Page, Preparer, Sketch, estimate
 from neardup.state import State, StateView
 
 from ..detection import format_id
-from ..detection.stages import stored_sketch
+from ..detection.verify import stored_sketch
 
 __all__ = [
     "cluster_by_id",

@@ -253,32 +253,36 @@ def test_union_find_keeps_older_root_and_sizes() -> None:
 
 
 def _posted_one_by_one(
-    batches: list[list[tuple[int, list[str]]]], cap: int
+    batches: list[list[tuple[int, list[str]]]], cap: int, silent: frozenset[int] = frozenset()
 ) -> tuple[list[tuple[dict[int, int], dict[int, int], int]], dict[bytes, tuple[int, ...] | int]]:
     """The definition of a capped posting index, one document at a time: what each met (the
     documents before it under each of its keys, with their sizes, and its stop keys), and the
-    final lists (a stop key as its request count). A document's size is its id + 100."""
+    final lists (a stop key as its request count). A document's size is its id + 100. The
+    documents in ``silent`` meet without being posted."""
     lists: dict[str, list[int] | int] = {}
     met = []
     for batch in batches:
         for doc_id, keys in batch:
             shared: dict[int, int] = {}
             stopped = 0
+            posts = doc_id not in silent
             for key in keys:
                 posted = lists.setdefault(key, [])
                 if isinstance(posted, int):
                     stopped += 1
-                    lists[key] = posted + 1
+                    lists[key] = posted + posts
                     continue
                 before = posted[: posted.index(doc_id)] if doc_id in posted else posted
                 for other in before:
                     shared[other] = shared.get(other, 0) + 1
-                if doc_id not in posted:
+                if posts and doc_id not in posted:
                     posted.append(doc_id)
                     if len(posted) >= cap:
                         lists[key] = len(posted)
             met.append((shared, {other: other + 100 for other in shared}, stopped))
-    return met, {_stored(k): v if isinstance(v, int) else tuple(v) for k, v in lists.items()}
+    return met, {
+        _stored(k): v if isinstance(v, int) else tuple(v) for k, v in lists.items() if v != []
+    }
 
 
 @given(
@@ -356,6 +360,63 @@ def test_posting_index_batches_equal_one_by_one(
                 for p in [Postings.decode(raw, SHORT_ENTRY if short else SUPER_ENTRY)]
             }
         assert again == expected_lists
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.integers(1, 12), st.lists(st.sampled_from("abcd"), max_size=4)),
+            max_size=6,
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(2, 5),
+    st.frozensets(st.integers(1, 12)),
+)
+def test_documents_that_do_not_post_meet_what_they_would_and_leave_no_trace(
+    batches: list[list[tuple[int, list[str]]]], cap: int, silent: frozenset[int]
+) -> None:
+    """A detection shard posts only its own documents and looks up everyone's keys: the
+    documents not posting meet, at their place in the batch, what the posted ones before them
+    left (stop keys counted), and write nothing."""
+    seen: set[int] = set()
+    batches = [
+        [(d, keys) for d, keys in batch if not (d in seen or seen.add(d))]  # type: ignore[func-returns-value]
+        for batch in batches
+    ]
+    expected_met, expected_lists = _posted_one_by_one(batches, cap, silent)
+    with State.open(None, Settings(posting_cap=cap)) as state:
+        met: list[tuple[dict[int, int], dict[int, int], int]] = []
+        for batch in batches:
+            view = state.view()
+            meetings = view.super_shingles.meet_batch(
+                [_k("".join(keys)) for _, keys in batch],
+                [doc_id for doc_id, _ in batch],
+                [doc_id + 100 for doc_id, _ in batch],
+                new_documents=True,
+                posting=[doc_id not in silent for doc_id, _ in batch],
+            )
+            for i in range(len(batch)):
+                rows = _rows(meetings, i)
+                met.append(
+                    (
+                        {doc: row[0] for doc, row in rows.items()},
+                        {doc: row[1] for doc, row in rows.items()},
+                        int(meetings.stopped[i]),
+                    )
+                )
+            view.commit()
+        stored: dict[bytes, tuple[int, ...] | int] = {}
+        for key, raw in state.store.items("supershingles"):
+            postings = Postings.decode(raw, SUPER_ENTRY)
+            stored[key] = (
+                postings.requests if postings.stopped else tuple(postings.doc_ids.tolist())
+            )
+        keys_counted = state.view().counters.get("index_keys:supershingles")
+    assert met == expected_met
+    assert stored == expected_lists
+    assert keys_counted == len(expected_lists)
 
 
 def test_cheap_document_reads_agree_with_full_records() -> None:

@@ -1,0 +1,184 @@
+"""The union stage: joins what the detection shards found for a batch, in document order.
+
+Union-find over the verified pairs of every shard (the oldest matched cluster keeps its id),
+the events, the URL history and the batch's counts. Joining is cheap next to looking up and
+verifying, so one union stage serves any number of shards; with one shard in the same state
+it is the end of the embedded detector (``stages.ingest_batch``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+from neardup.core import Estimate, PreparedDoc, StateError
+from neardup.state import DocRecord, StateView
+
+from .admission import Admission, Twin, Verdict
+from .containment import ContainmentPair
+from .events import METHODS, ClusterMerged, Contained, DocRef, Duplicate, Event, Method
+from .result import BatchResult, Stage
+from .shard import ShardFindings
+from .verify import EXACT
+
+__all__ = ["MAX_CONTAINED_EVENTS", "DocHead", "ref_of", "union_stage"]
+
+
+@dataclass(frozen=True, slots=True)
+class DocHead:
+    """What the union stage knows of a document: no sketch, no keys."""
+
+    doc_id: int
+    url: str
+    fetched_at: str
+    shingle_count: int
+
+    @classmethod
+    def of(cls, doc: PreparedDoc) -> DocHead:
+        return cls(doc.doc_id, doc.page.url, doc.page.fetched_at, doc.shingle_count)
+
+
+def union_stage(
+    view: StateView,
+    heads: Sequence[DocHead],
+    findings: Sequence[ShardFindings],
+    keep_records: bool,
+) -> BatchResult:
+    """Join a batch's documents (``heads``, in order) with what every shard found for them;
+    the events, in order, and what the batch counted (also added to the state's counters).
+
+    ``keep_records``: the union stage has a state of its own, and keeps there each
+    document's url, fetched_at and twin (the shards keep the sketches); without it, the
+    shard sharing this state has stored them."""
+    started = time.perf_counter()
+    verdicts = _agreed(findings, len(heads))
+    near: list[list[tuple[int, Estimate]]] = [[] for _ in heads]
+    contained: list[list[ContainmentPair]] = [[] for _ in heads]
+    for found in findings:
+        for i in range(len(heads)):
+            near[i].extend(found.near[i])
+            contained[i].extend(found.contained[i])
+    for head, verdict in zip(heads, verdicts, strict=True):
+        if verdict is Admission.REPEAT:
+            continue
+        view.urls.add(head.url, head.fetched_at, head.doc_id)
+        if keep_records:
+            twin = verdict.owner if isinstance(verdict, Twin) else 0
+            empty = np.zeros(0, np.uint32)
+            record = DocRecord(head.url, head.fetched_at, head.shingle_count, empty, twin)
+            view.documents.put(head.doc_id, record)
+    events: list[Event] = []
+    for i, (head, verdict) in enumerate(zip(heads, verdicts, strict=True)):
+        me = DocRef(head.doc_id, head.url, head.fetched_at)
+        if verdict is Admission.NEW:
+            if near[i]:
+                events.extend(_join(view, me, [(c, "near", e) for c, e in near[i]]))
+            events.extend(_contained(view, me, contained[i], near[i]))
+        elif isinstance(verdict, Twin):
+            if view.documents.ref(verdict.doc_id) is None:
+                raise StateError(
+                    f"fingerprint table points at missing document {verdict.doc_id:016x}"
+                )
+            events.extend(_join(view, me, [(verdict.doc_id, verdict.method, EXACT)]))
+    by_method = Counter(event.method for event in events if isinstance(event, Duplicate))
+    repeats = sum(verdict is Admission.REPEAT for verdict in verdicts)
+    seconds: dict[Stage, float] = {
+        stage: sum(f.stage_seconds.get(stage, 0.0) for f in findings)
+        for stage in ("candidates", "verify")
+    }
+    seconds["union"] = time.perf_counter() - started
+    result = BatchResult(
+        events=tuple(events),
+        documents=len(heads) - repeats,
+        repeats=repeats,
+        duplicates_by_method={method: by_method[method] for method in METHODS},
+        merges=sum(isinstance(event, ClusterMerged) for event in events),
+        contained=sum(isinstance(event, Contained) for event in events),
+        candidates=sum(f.candidates for f in findings),
+        pairs_estimated=sum(f.pairs_estimated for f in findings),
+        stage_seconds=MappingProxyType(seconds),
+    )
+    view.counters.add_many(result.counter_increments())
+    return result
+
+
+def _agreed(findings: Sequence[ShardFindings], documents: int) -> tuple[Verdict, ...]:
+    """The shards' verdicts, which must be the same in every shard (each keeps the whole
+    fingerprint table and applies the same log)."""
+    if not findings:
+        raise ValueError("the union stage needs the findings of at least one shard")
+    verdicts = findings[0].verdicts
+    if len(verdicts) != documents or any(f.verdicts != verdicts for f in findings[1:]):
+        raise StateError(
+            "the detection shards disagree on which documents are new: their states were not "
+            "built from the same log (rebuild the shard whose state is behind or foreign)"
+        )
+    return verdicts
+
+
+def ref_of(view: StateView, doc_id: int) -> DocRef:
+    found = view.documents.ref(doc_id)
+    return DocRef(doc_id, found.url, found.fetched_at) if found else DocRef(doc_id, "", "")
+
+
+#: contained events per new document at most (the highest containments): a passage quoted
+#: everywhere (a licence, a disclaimer) would otherwise name every page that quotes it
+MAX_CONTAINED_EVENTS = 100
+
+
+def _contained(
+    view: StateView, me: DocRef, found: list[ContainmentPair], near: list[tuple[int, Estimate]]
+) -> list[Event]:
+    """The contained events of a new document: the pairs past the containment threshold,
+    but not the near-duplicates it joined (their duplicate event says so)."""
+    joined = {doc_id for doc_id, _ in near}
+    kept = sorted(
+        ((doc_id, e) for doc_id, e in found if doc_id not in joined),
+        key=lambda pair: (-max(pair[1].containment, pair[1].containment_reverse), pair[0]),
+    )[:MAX_CONTAINED_EVENTS]
+    return [
+        Contained(
+            me,
+            ref_of(view, doc_id),
+            e.containment,
+            e.containment_reverse,
+            e.resemblance,
+            e.exact,
+        )
+        for doc_id, e in kept
+    ]
+
+
+def _join(view: StateView, me: DocRef, matches: list[tuple[int, Method, Estimate]]) -> list[Event]:
+    """Union the new document with every match (doc id, method, estimate); the oldest matched
+    cluster keeps its id. Only the best match is named, so only its record is read."""
+    clusters = view.clusters
+    roots = {clusters.find(doc_id) for doc_id, _, _ in matches}
+    ordered = sorted(roots, key=clusters.age)
+    survivor = ordered[0]
+    size = clusters.merge(survivor, me.doc_id)
+    best_id, method, estimate = max(
+        matches, key=lambda m: (m[2].resemblance, m[2].containment, -m[0])
+    )
+    merged: list[Event] = []
+    for retired in ordered[1:]:
+        size = clusters.merge(survivor, retired)
+        merged.append(
+            ClusterMerged(
+                survivor, retired, size, me, ref_of(view, survivor), ref_of(view, retired)
+            )
+        )
+    duplicate = Duplicate(
+        me,
+        ref_of(view, best_id),  # stored: stores go in order, and matches are earlier ones
+        method,
+        estimate.resemblance,
+        estimate.containment,
+        survivor,
+        size,
+    )
+    return [duplicate, *merged]

@@ -1,0 +1,77 @@
+"""Verification: estimated resemblance and containment of (document, candidate) pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+from neardup.core import Estimate, PreparedDoc, Settings, Sketch, estimate_columns, sketch_family
+from neardup.state import DocRecord, StateView, pack_sample, unpack_samples
+
+__all__ = ["EXACT", "stored_sketch", "verify_all"]
+
+#: the estimate of an exact twin: its sets are the same
+EXACT = Estimate(1.0, 1.0, 1.0, True)
+
+
+def stored_sketch(record: DocRecord, settings: Settings) -> Sketch:
+    return Sketch(
+        record.sketch, record.shingle_count, settings.sample_size, sketch_family(settings)
+    )
+
+
+def verify_all(
+    view: StateView,
+    queries: list[tuple[PreparedDoc, set[int]]],
+    settings: Settings,
+    floor: float,
+    local: dict[int, PreparedDoc] | None = None,
+) -> tuple[list[list[tuple[int, Estimate]]], int]:
+    """Estimate every (document, candidate) pair in one vectorised call; for each document,
+    the candidates whose estimate passes ``floor`` (resemblance, or with ``floor`` 0 all),
+    with their estimates; and how many pairs were estimated.
+
+    Candidates come from the store, or from ``local``: documents of the same batch that are
+    not stored yet. A pair whose shingle counts alone rule out resemblance ``floor``
+    (J <= min/max) is not estimated.
+    """
+    local = local or {}
+    wanted = set[int]().union(*(cands for _, cands in queries))
+    stored = sorted(wanted - local.keys())
+    view.documents.prefetch(stored)
+    kept: dict[int, tuple[int, bytes | memoryview] | None] = {
+        doc_id: view.documents.sketch(doc_id) for doc_id in stored
+    }
+    for doc_id in wanted & local.keys():  # each packed once, however many documents meet it
+        earlier = local[doc_id]
+        kept[doc_id] = earlier.shingle_count, pack_sample(earlier.sketch.values)
+    samples: list[bytes | memoryview] = []
+    counts: list[int] = []
+    owners: list[tuple[int, int]] = []
+    for index, (doc, candidates) in enumerate(queries):
+        count = doc.shingle_count
+        for candidate in sorted(candidates - {doc.doc_id}):
+            if (sample := kept[candidate]) is None:
+                continue  # gone, or a twin: its original is the candidate that counts
+            if floor > 0 and min(count, sample[0]) < floor * max(count, sample[0]):
+                continue
+            counts.append(sample[0])
+            samples.append(sample[1])
+            owners.append((index, candidate))
+    queried = [queries[index][0] for index, _ in owners]
+    resemblance, containment, reverse, exact = estimate_columns(
+        [doc.sketch.values for doc in queried],
+        [doc.shingle_count for doc in queried],
+        unpack_samples(samples),
+        counts,
+        settings.sample_size,
+    )
+    found: list[list[tuple[int, Estimate]]] = [[] for _ in queries]
+    for position in np.flatnonzero(resemblance >= floor).tolist():
+        index, candidate = owners[position]
+        estimate = Estimate(
+            float(resemblance[position]),
+            float(containment[position]),
+            float(reverse[position]),
+            bool(exact[position]),
+        )
+        found[index].append((candidate, estimate))
+    return found, len(owners)

@@ -1,0 +1,169 @@
+"""Sharded detection on Kafka as folds over two logs, run in process.
+
+The prepared log (with gaps in its offsets, and pages prepared twice) is applied by every
+shard (``ShardLog``), each sending one findings message per log message to one findings
+topic, where they interleave; the union stage (``UnionLog``) reads that topic, applies each
+offset once every shard reported it, sends the events and then a marker, and commits. Shards
+and the union stage crash at random points, restart on their state, or are replaced by a
+worker with a new, empty state. Whatever happens, the clusters and the events must be those
+of the embedded detector, and no event may be lost.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from neardup.core import Page, Preparer, Settings
+from neardup.state import State
+from neardup.streams import Detector
+from neardup.streams.detection.event_clusters import clusters_from_events
+from neardup.streams.detection.shard import Ownership
+from neardup.streams.kafka.findings_codec import encode_findings
+from neardup.streams.kafka.prepared_codec import encode_batch
+from neardup.streams.kafka.shard_log import ShardLog
+from neardup.streams.kafka.union_log import MARKER_KEY, UnionLog, applied_marker, read_marker
+
+from tests.helpers import family_pages, partition
+
+LOG, FINDINGS = "nd-prepared", "nd-findings"
+
+
+def _log(pages: list[Page], rng: random.Random, config: Settings) -> dict[int, bytes]:
+    """Prepared messages by offset, with gaps between some offsets; some sent twice."""
+    preparer = Preparer(config)
+    log: dict[int, bytes] = {}
+    offset = 0
+    at = 0
+    while at < len(pages):
+        size = rng.randint(1, 4)
+        log[offset] = encode_batch(preparer.prepare(pages[at : at + size]), config)
+        offset += rng.choice([1, 1, 1, 2, 3])  # a gap: offsets need not be contiguous
+        if rng.random() > 0.15:  # else prepared again (at-least-once)
+            at += size
+    return log
+
+
+class _Shard:
+    def __init__(self, index: int, shards: int, config: Settings) -> None:
+        self.ownership = Ownership(index, shards)
+        self.config = config
+        self.state = State.open(None, config)
+        self.fold = ShardLog(self.state, self.ownership, LOG)
+
+    def step(self, log: dict[int, bytes], topic: list[tuple[bytes, bytes]], crash: str) -> None:
+        start = self.fold.next_offset
+        offsets = [o for o in sorted(log) if o >= start][: random.randint(1, 3)]
+        if not offsets:
+            return
+        staged = self.fold.stage([(o, log[o]) for o in offsets])
+        if crash == "before-send":
+            return
+        for message in staged.messages:
+            topic.append((str(self.ownership.index).encode(), encode_findings(message)))
+        if crash == "before-commit":
+            return
+        self.fold.commit(staged)
+        if crash == "new-worker":  # taken over with an empty state: the log again from 0
+            self.state.close()
+            self.state = State.open(None, self.config)
+            self.fold = ShardLog(self.state, self.ownership, LOG)
+
+
+class _Union:
+    def __init__(self, shards: int, config: Settings) -> None:
+        self.shards = shards
+        self.config = config
+        self.state = State.open(None, config)
+        self._open(topic=[])
+
+    def _open(self, topic: list[tuple[bytes, bytes]]) -> None:
+        self.fold = UnionLog(self.state, self.shards, LOG, FINDINGS)
+        self.read = self.fold.resume
+        # a new state applies silently what a marker says was applied and sent
+        self.silent_below = max(
+            (read_marker(v) for k, v in topic[self.read :] if k == MARKER_KEY), default=0
+        )
+
+    def step(
+        self, topic: list[tuple[bytes, bytes]], sent: list[dict[str, object]], crash: str
+    ) -> None:
+        end = min(len(topic), self.read + random.randint(1, 6))
+        for position in range(self.read, end):
+            key, value = topic[position]
+            if key == MARKER_KEY:
+                self.fold.passed(position)
+                self.silent_below = max(self.silent_below, read_marker(value))
+            else:
+                self.fold.add(position, value)
+        self.read = end
+        staged = self.fold.stage()
+        if staged is None:
+            return
+        if crash == "before-send":
+            self._open(topic)
+            return
+        if staged.next_offset > self.silent_below:  # else sent by whoever applied it first
+            sent += [event.to_json() for event in staged.result.events]
+        topic.append((MARKER_KEY, applied_marker(staged.next_offset)))
+        if crash == "before-commit":
+            self._open(topic)
+            return
+        self.fold.commit(staged)
+        if crash == "new-worker":
+            self.state.close()
+            self.state = State.open(None, self.config)
+            self._open(topic)
+
+
+CRASHES = ("none",) * 6 + ("before-send", "before-commit", "new-worker")
+
+
+@settings(suppress_health_check=[HealthCheck.large_base_example], max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 4), st.randoms(use_true_random=False), st.booleans())
+def test_shards_and_union_over_kafka_logs_give_the_embedded_events(
+    seed: int, shards: int, rng: random.Random, crashing: bool
+) -> None:
+    random.seed(rng.random())
+    config = Settings(containment_threshold=0.5)
+    pages = family_pages(seed, families=5, size=4)
+    log = _log(pages, rng, config)
+    preparer = Preparer(config)
+    with State.open(None, config) as embedded:
+        detector = Detector(embedded)
+        results = [detector.ingest(_decode(log[o], preparer)) for o in sorted(log)]
+        expected_events = [e.to_json() for result in results for e in result.events]
+        expected = partition(embedded)
+    workers = [_Shard(i, shards, config) for i in range(shards)]
+    union = _Union(shards, config)
+    topic: list[tuple[bytes, bytes]] = []
+    sent: list[dict[str, object]] = []
+    end = max(log) + 1
+    for _ in range(10_000):
+        if union.fold.next_offset >= end and all(w.fold.next_offset >= end for w in workers):
+            break
+        crash = rng.choice(CRASHES) if crashing else "none"
+        if rng.random() < 0.6:
+            rng.choice(workers).step(log, topic, crash)
+        else:
+            union.step(topic, sent, crash)
+    else:
+        raise AssertionError("the folds did not reach the end of the log")
+    assert partition(union.state) == expected
+    assert {frozenset(c["members"]) for c in clusters_from_events(sent)} == expected  # type: ignore[arg-type]
+    first: dict[object, dict[str, object]] = {}
+    for event in sent:  # a repeated event is the same event
+        assert first.setdefault(event["id"], event) == event
+    assert list(first.values()) == expected_events  # none lost, in order
+    if not crashing:
+        assert sent == expected_events
+    for worker in workers:
+        worker.state.close()
+    union.state.close()
+
+
+def _decode(message: bytes, preparer: Preparer) -> list:  # type: ignore[type-arg]
+    from neardup.streams.kafka.prepared_codec import decode_batch
+
+    return decode_batch(message, preparer.settings)
