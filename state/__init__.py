@@ -4,7 +4,13 @@ from .clusters import Clusters
 from .codec import ClusterInfo, DocRecord, Postings, StoredRef, pack_sample, unpack_samples
 from .documents import Documents, FingerprintKind, FingerprintTable, Seen, UrlHistory
 from .memory import MemoryStore
-from .meta import FORMAT_VERSION, Counters, LogOffsets, check_or_store_settings
+from .meta import (
+    FORMAT_VERSION,
+    Counters,
+    LogOffsets,
+    check_or_store_role,
+    check_or_store_settings,
+)
 from .postings import Meetings, PostingIndex
 from .rocksdb import RocksDBOptions, RocksDBStore
 from .state import State, StateView
@@ -37,6 +43,7 @@ __all__ = [
     "Table",
     "Transaction",
     "UrlHistory",
+    "check_or_store_role",
     "check_or_store_settings",
     "pack_sample",
     "unpack_samples",

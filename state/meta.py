@@ -9,7 +9,13 @@ from neardup.core import IncompatibleStateError, Settings, StateError
 from .store import Store
 from .transaction import Transaction
 
-__all__ = ["FORMAT_VERSION", "Counters", "LogOffsets", "check_or_store_settings"]
+__all__ = [
+    "FORMAT_VERSION",
+    "Counters",
+    "LogOffsets",
+    "check_or_store_role",
+    "check_or_store_settings",
+]
 
 #: Bumped whenever a stored layout changes incompatibly.
 FORMAT_VERSION = 8
@@ -52,6 +58,21 @@ def check_or_store_settings(store: Store, settings: Settings | None) -> Settings
             store.write({"meta": {b"settings": settings.to_json().encode()}})
             return settings
     return existing
+
+
+def check_or_store_role(store: Store, role: str) -> None:
+    """A state's part in a deployment ("shard 1 of 4", "union of 4"): stored on first use,
+    and a state reopened for another part is refused (a shard's documents were chosen by
+    their id modulo the number of shards: they cannot serve another shard or count)."""
+    stored = store.get("meta", b"role")
+    if stored is None:
+        store.write({"meta": {b"role": role.encode()}})
+    elif stored.decode() != role:
+        raise IncompatibleStateError(
+            f"this state is the {stored.decode()}, not the {role}: detection shards cannot be "
+            "added or renumbered in a deployment; start a new one (another app id and state "
+            "directories) to change their number"
+        )
 
 
 class Counters:

@@ -403,6 +403,15 @@ COMMANDS = (
                 default="warning",
                 metavar="LEVEL",
             ),
+            Option(
+                "shards",
+                "split detection over N shards, run by whichever workers the group assigns "
+                "them to, and a union stage (without it, one worker detects)",
+                flags=("--shards",),
+                convert=to_int,
+                env="NEARDUP_SHARDS",
+                metavar="N",
+            ),
             _HTTP,
             _API_TOKEN,
             _ADVERTISE,

@@ -284,6 +284,7 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         http=args.http,
         api_token=args.api_token,
         advertise=args.advertise,
+        shards=args.shards,
     )
 
 

@@ -9,7 +9,15 @@ from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
 
 from ..running.embedded import DEFAULT_BATCH_SIZE
 from ..running.prepare_work import PREPARE_MODES, PrepareMode
-from .topics import DEAD_LETTER_TOPIC, EVENTS_TOPIC, PAGES_TOPIC, prepared_topic, service_topic
+from .topics import (
+    DEAD_LETTER_TOPIC,
+    EVENTS_TOPIC,
+    PAGES_TOPIC,
+    findings_topic,
+    prepared_topic,
+    service_topic,
+    shards_topic,
+)
 
 __all__ = ["WorkerConfig", "detector_dir"]
 
@@ -47,6 +55,8 @@ class WorkerConfig:
     #: the URL other workers redirect to while this one holds the detector (default: the
     #: service's own address)
     advertise: str | None = None
+    #: detection shards (see docs/kafka.md), or None for one detector in one worker
+    shards: int | None = None
 
     @property
     def prepared_topic(self) -> str:
@@ -57,6 +67,25 @@ class WorkerConfig:
     def service_topic(self) -> str:
         """Where the worker holding the detector advertises its service."""
         return service_topic(self.app_id)
+
+    @property
+    def findings_topic(self) -> str:
+        """Where the detection shards send their findings (with ``shards``)."""
+        return findings_topic(self.app_id)
+
+    @property
+    def shards_topic(self) -> str:
+        """The topic whose partitions say which worker runs which shard (with ``shards``)."""
+        return shards_topic(self.app_id)
+
+    def shard_dir(self, index: int) -> Path:
+        """This worker's state of detection shard ``index``, rebuilt from the log if lost."""
+        return self.state_dir / f"shard-{index}"
+
+    @property
+    def union_dir(self) -> Path:
+        """This worker's union-stage state, rebuilt from the findings topic if lost."""
+        return self.state_dir / "union"
 
     @property
     def detector_dir(self) -> Path:
@@ -71,6 +100,11 @@ class WorkerConfig:
             raise NeardupError(
                 f"partitions={self.partitions} is out of range: use 1 to 1024 (the pages topic's "
                 "partition count; every worker of a deployment must use the same)"
+            )
+        if self.shards is not None and not 1 <= self.shards <= 256:
+            raise NeardupError(
+                f"shards={self.shards} is out of range: use 1 to 256 detection shards (every "
+                "worker of a deployment must use the same)"
             )
         if self.prepare not in PREPARE_MODES:
             raise NeardupError(

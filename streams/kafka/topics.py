@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["DEAD_LETTER_TOPIC", "EVENTS_TOPIC", "PAGES_TOPIC", "prepared_topic", "service_topic"]
+__all__ = [
+    "DEAD_LETTER_TOPIC",
+    "EVENTS_TOPIC",
+    "PAGES_TOPIC",
+    "findings_topic",
+    "prepared_topic",
+    "service_topic",
+    "shards_topic",
+]
 
 #: input pages, keyed by url
 PAGES_TOPIC = "neardup.pages"
@@ -22,3 +30,15 @@ def service_topic(app_id: str) -> str:
     """The one-partition topic where the worker holding the detector says where its HTTP
     service is (the other workers redirect requests there)."""
     return f"{app_id}-service"
+
+
+def findings_topic(app_id: str) -> str:
+    """The one-partition topic where detection shards send what they found for each prepared
+    message, and the union stage its markers: the union stage's input and changelog."""
+    return f"{app_id}-findings"
+
+
+def shards_topic(app_id: str) -> str:
+    """A topic with a partition per detection shard and no messages: the consumer group
+    assigns its partitions, and the worker assigned partition s runs shard s."""
+    return f"{app_id}-shards"

@@ -34,7 +34,7 @@ import faust
 from neardup.core import BadRecordError, StateError
 from neardup.state import State
 
-from ..detection import Stage
+from ..detection import BatchResult, Stage
 from ..running import prepare_work
 from ..running.inputs import DeadLetter
 from ..service import LiveState, Service
@@ -42,8 +42,9 @@ from . import page_batches, transport
 from .config import WorkerConfig
 from .lending import Lender
 from .log_detector import LogDetector, Staged
+from .sharded_agents import ShardPool, union_agent
 
-__all__ = ["build_app", "internal_topics"]
+__all__ = ["build_app", "event_records", "internal_topics"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +57,27 @@ T = TypeVar("T")
 
 def internal_topics(config: WorkerConfig) -> dict[str, int]:
     """The topology's topics with their partition counts."""
-    return {
+    topics = {
         config.pages_topic: config.partitions,
         config.prepared_topic: 1,
         config.events_topic: config.partitions,
         config.dead_letter_topic: 1,
         config.service_topic: 1,
     }
+    if config.shards is not None:
+        topics |= {config.findings_topic: 1, config.shards_topic: config.shards}
+    return topics
+
+
+def event_records(result: BatchResult) -> list[tuple[bytes, bytes]]:
+    """A batch's events as records of the events topic: keyed by cluster, and a contained
+    event, which changes none, by its new document."""
+    records = []
+    for event in result.events:
+        data = event.to_json()
+        key = str(data["cluster"] if "cluster" in data else data["doc"]["id"]).encode()
+        records.append((key, json.dumps(data).encode()))
+    return records
 
 
 def _dead_letter(message: Any, error: BadRecordError) -> bytes:
@@ -175,6 +190,14 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
                     await produce(log_name, None, message, 0, published)
                 measure_lag(batch[-1].message)
 
+    async def flush() -> None:
+        await app.producer.flush()
+
+    if config.shards is not None:
+        _add_sharded_detection(app, config, topic, produce, flush, reject, service)
+        del prepare
+        return app
+
     @app.agent(prepared)
     async def detect(stream: Any) -> None:
         # RocksDB is used from this one thread only: opened, written and closed there
@@ -235,11 +258,8 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
         by_offset = {event.message.offset: event.message for event in batch}
         for offset, error in staged.rejected:
             await reject(by_offset[offset], error)
-        for event in staged.result.events:
-            data = event.to_json()
-            # by cluster; a contained event, which changes none, by its new document
-            key = str(data["cluster"] if "cluster" in data else data["doc"]["id"]).encode()
-            await produce(config.events_topic, key, json.dumps(data).encode(), None)
+        for key, value in event_records(staged.result):
+            await produce(config.events_topic, key, value, None)
         await app.producer.flush()  # events out before the state says "done"
         committing = time.perf_counter()
         await run(detector.commit, staged)
@@ -265,6 +285,46 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
 
     del prepare, detect  # registered on the app
     return app
+
+
+def _add_sharded_detection(
+    app: faust.App,
+    config: WorkerConfig,
+    topic: Callable[[str, int], Any],
+    produce: Any,
+    flush: Callable[[], Awaitable[None]],
+    reject: Callable[[Any, BadRecordError], Awaitable[None]],
+    service: Service | None,
+) -> None:
+    """The shard and union agents in place of the one detector (``sharded_agents``)."""
+    assert config.shards is not None
+
+    async def stop_worker(error: StateError) -> None:
+        logger.error("detection: %s; stopping the worker", error)
+        await app.crash(error)
+
+    pool = ShardPool(config, produce, flush, reject, stop_worker)
+
+    @app.agent(topic(config.shards_topic, config.shards))
+    async def shard_slots(stream: Any) -> None:
+        async for _ in stream:  # no messages: the partitions are what counts
+            pass
+
+    @app.agent(topic(config.findings_topic, 1))
+    async def union(stream: Any) -> None:
+        await union_agent(
+            stream, config, produce, flush, reject, stop_worker, event_records, service
+        )
+
+    async def assigned(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
+        await pool.assigned(partitions[0] if partitions else ())
+
+    async def stopping(_: Any = None, /, *args: Any, **__: Any) -> None:
+        await pool.stop()
+
+    app.on_partitions_assigned.connect(assigned)
+    app.on_before_shutdown.connect(stopping)
+    del shard_slots, union  # registered on the app
 
 
 async def _catch_up(

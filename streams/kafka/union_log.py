@@ -79,6 +79,11 @@ class UnionLog:
         return self._next
 
     @property
+    def seen(self) -> int:
+        """The last position of the findings topic read (or before where reading resumes)."""
+        return self._seen
+
+    @property
     def resume(self) -> int:
         """Where reading the findings topic must start again, for a state as committed."""
         return self.state.view().log_offsets.get(self.findings)

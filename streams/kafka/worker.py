@@ -30,7 +30,9 @@ def check_settings(config: WorkerConfig) -> None:
     use); a worker started on it with incompatible ones is refused before it joins its group,
     with an IncompatibleStateError naming each differing setting."""
     config.state_dir.mkdir(parents=True, exist_ok=True)
-    with State.open(config.detector_dir, config.settings):
+    with State.open(
+        config.detector_dir if config.shards is None else config.union_dir, config.settings
+    ):
         pass
 
 
@@ -52,7 +54,11 @@ def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:
             time.sleep(0.5)
     try:
         existing = set(admin.list_topics())
-        configs = {config.prepared_topic: _LOG_CONFIGS, config.service_topic: _SERVICE_CONFIGS}
+        configs = {
+            config.prepared_topic: _LOG_CONFIGS,
+            config.findings_topic: _LOG_CONFIGS,  # the union stage's changelog
+            config.service_topic: _SERVICE_CONFIGS,
+        }
         missing = [
             NewTopic(name, partitions, 1, topic_configs=configs.get(name, {}))
             for name, partitions in wanted.items()
@@ -63,6 +69,12 @@ def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:
                 admin.create_topics(missing)
         for described in admin.describe_topics(list(wanted)):
             name, count = described["name"], len(described["partitions"])
+            if count != wanted[name] and name == config.shards_topic:
+                raise NeardupError(
+                    f"the deployment {config.app_id} has {count} detection shards, not "
+                    f"{wanted[name]}: shards cannot be added to a deployment (start every worker "
+                    f"with --shards {count}, or a new deployment with another --app-id)"
+                )
             if count != wanted[name]:
                 raise NeardupError(
                     f"topic {name} has {count} partitions, the topology needs {wanted[name]}: "
