@@ -1,5 +1,6 @@
 """neardup.state: the detector's memory, over a key-value store (in memory or RocksDB)."""
 
+from .checkpoints import Checkpoints
 from .clusters import Clusters
 from .codec import ClusterInfo, DocRecord, Postings, StoredRef, pack_sample, unpack_samples
 from .documents import Documents, FingerprintKind, FingerprintTable, Seen, UrlHistory
@@ -21,6 +22,7 @@ __all__ = [
     "FORMAT_VERSION",
     "TABLES",
     "Changes",
+    "Checkpoints",
     "ClusterInfo",
     "Clusters",
     "Counters",

@@ -111,14 +111,24 @@ class FingerprintTable:
     def lookup(self, key: bytes) -> tuple[int, int] | None:
         """(the document registered under a key made with ``key``, its sketch's owner)."""
         raw = self._tx.get("fingerprints", key)
-        if raw is None:
-            return None
-        doc_id = decode_id(raw[:8])
-        return doc_id, decode_id(raw[8:16]) if len(raw) >= 16 else doc_id
+        return None if raw is None else _registered(raw)
+
+    def lookup_many(self, keys: Iterable[bytes]) -> dict[bytes, tuple[int, int] | None]:
+        """``lookup`` of each key, in one batched read."""
+        wanted = list(keys)
+        return {
+            key: None if raw is None else _registered(raw)
+            for key, raw in zip(wanted, self._tx.get_many("fingerprints", wanted), strict=True)
+        }
 
     def register(self, key: bytes, doc_id: int, owner: int | None = None) -> None:
         extra = b"" if owner is None or owner == doc_id else encode_id(owner)
         self._tx.put("fingerprints", key, encode_id(doc_id) + extra)
+
+
+def _registered(raw: bytes) -> tuple[int, int]:
+    doc_id = decode_id(raw[:8])
+    return doc_id, decode_id(raw[8:16]) if len(raw) >= 16 else doc_id
 
 
 class Seen:

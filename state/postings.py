@@ -319,8 +319,23 @@ class PostingIndex:
             if batch.posts[owner]:
                 self._tx.put(self._table, keys[i], raw + batch.entry(owner, position))
         owners, positions = carried.owners.tolist(), carried.positions.tolist()
-        lone = absent & (carried.counts == 1) & ~written  # met nothing, and stays absent
-        for i in sorted(slow + np.flatnonzero(~new & ~single & ~lone).tolist()):
+        # keys no document of the batch posts: an absent one meets nothing and stays absent;
+        # a stored one is met whole by each carrier (new documents are in no list)
+        lookups = ~written & ~single
+        if new_documents:
+            for i in np.flatnonzero(lookups & ~absent).tolist():
+                raw = stored[i]
+                assert raw is not None
+                rows = carried.rows(i)
+                if len(raw) % width:
+                    for row in rows:
+                        stopped[owners[row]] += 1
+                else:
+                    met.extend(_Met(raw, owners[row], positions[row]) for row in rows)
+            done = lookups
+        else:
+            done = lookups & absent
+        for i in sorted(slow + np.flatnonzero(~new & ~single & ~done).tolist()):
             rows = carried.rows(i)
             self._add_in_order(
                 keys[i],

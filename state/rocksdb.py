@@ -17,6 +17,7 @@ from rocksdict import (
     AccessType,
     BlockBasedOptions,
     Cache,
+    Checkpoint,
     DBCompressionType,
     MemtableFactory,
     Options,
@@ -340,6 +341,13 @@ class RocksDBStore(Store):
             except FileNotFoundError:  # deleted by a compaction since the listing
                 continue
         return total
+
+    def checkpoint(self, path: str | os.PathLike[str]) -> None:
+        if self.follower:
+            raise StateError("a follower cannot checkpoint the state it reads")
+        if self._db is None:
+            raise RuntimeError("the store is closed")
+        Checkpoint(self._db).create_checkpoint(str(path))
 
     def compact(self) -> None:
         if self.follower:

@@ -7,9 +7,12 @@ Two backends implement it, ``MemoryStore`` and ``RocksDBStore``, and one contrac
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Literal, get_args
+
+from neardup.core import StateError
 
 __all__ = ["TABLES", "Changes", "Store", "Table"]
 
@@ -104,6 +107,11 @@ class Store(abc.ABC):
         """Rewrite the stored tables without the versions later writes replaced (a posting
         list is rewritten at each append): what the state settles to on disk, which a
         backend's own compactions reach in their own time."""
+
+    def checkpoint(self, path: str | os.PathLike[str]) -> None:
+        """Write a complete copy of the store as it is now to ``path`` (a new directory),
+        which opens as a store of its own."""
+        raise StateError(f"a {type(self).__name__} cannot be checkpointed: it keeps no files")
 
     def __enter__(self) -> Store:
         return self

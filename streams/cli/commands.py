@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, Settings
 
@@ -410,6 +411,24 @@ COMMANDS = (
                 flags=("--shards",),
                 convert=to_int,
                 env="NEARDUP_SHARDS",
+                metavar="N",
+            ),
+            Option(
+                "checkpoints",
+                "with --shards: keep checkpoints of the shard and union states here (a directory "
+                "the workers may share), and start a state this worker lacks from the newest",
+                flags=("--checkpoints",),
+                convert=Path,
+                env="NEARDUP_CHECKPOINTS",
+                metavar="DIR",
+            ),
+            Option(
+                "checkpoint_every",
+                "log messages between two checkpoints of a state",
+                flags=("--checkpoint-every",),
+                convert=to_int,
+                env="NEARDUP_CHECKPOINT_EVERY",
+                default=_WORKER_DEFAULTS["checkpoint_every"],
                 metavar="N",
             ),
             _HTTP,

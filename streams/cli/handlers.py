@@ -285,6 +285,8 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         api_token=args.api_token,
         advertise=args.advertise,
         shards=args.shards,
+        checkpoints=args.checkpoints,
+        checkpoint_every=args.checkpoint_every,
     )
 
 

@@ -74,39 +74,41 @@ def admit_batch(
     ``keeps``: which documents this state keeps (a detection shard's own; by default all):
     a document it does not keep is remembered in ``seen``, so that a later delivery of it
     is a REPEAT here too."""
-    ids = [doc.doc_id for doc in docs]
-    view.documents.prefetch(ids)
+    kept = [keeps is None or keeps(doc.doc_id) for doc in docs]
+    view.documents.prefetch(doc.doc_id for doc, own in zip(docs, kept, strict=True) if own)
     if keeps is not None:
-        view.seen.prefetch(doc_id for doc_id in ids if not keeps(doc_id))
+        view.seen.prefetch(doc.doc_id for doc, own in zip(docs, kept, strict=True) if not own)
     keys = [fingerprint_keys(doc) for doc in docs]
-    view.fingerprints.prefetch(key for doc_keys in keys for key, _ in doc_keys)
+    fingerprints = view.fingerprints
+    # every key of the batch read at once; registrations made below are seen by later ones
+    known = fingerprints.lookup_many({key for doc_keys in keys for key, _ in doc_keys})
     verdicts: list[Verdict] = []
     admitted: set[int] = set()
-    for doc, doc_keys in zip(docs, keys, strict=True):
-        kept = keeps is None or keeps(doc.doc_id)
-        known = view.documents.exists(doc.doc_id) if kept else view.seen.has(doc.doc_id)
-        if doc.doc_id in admitted or known:  # twice in one batch: once, as across batches
+    for doc, doc_keys, own in zip(docs, keys, kept, strict=True):
+        doc_id = doc.doc_id
+        seen = view.documents.exists(doc_id) if own else view.seen.has(doc_id)
+        if doc_id in admitted or seen:  # twice in one batch: once, as across batches
             verdicts.append(Admission.REPEAT)
             continue
-        admitted.add(doc.doc_id)
-        if not kept:
-            view.seen.add(doc.doc_id)
-        verdicts.append(_admit(view.fingerprints, doc.doc_id, doc_keys))
+        admitted.add(doc_id)
+        if not own:
+            view.seen.add(doc_id)
+        twin = _first_known(doc_keys, known)
+        owner = doc_id if twin is None else twin.owner
+        for key, _ in doc_keys:
+            if known[key] is None:
+                fingerprints.register(key, doc_id, owner)
+                known[key] = (doc_id, owner)
+        verdicts.append(Admission.NEW if twin is None else twin)
     return verdicts
 
 
-def _admit(
-    fingerprints: FingerprintTable, doc_id: int, keys: list[tuple[bytes, Method]]
-) -> Verdict:
-    """Register a new document's fingerprints (``keys``: its ``fingerprint_keys``); its twin
-    (the document under the first key known), or NEW."""
-    found = [(key, method, fingerprints.lookup(key)) for key, method in keys]
-    twin = next(
-        (Twin(known[0], method, known[1]) for _, method, known in found if known is not None),
-        None,
-    )
-    owner = doc_id if twin is None else twin.owner
-    for key, _, known in found:
-        if known is None:
-            fingerprints.register(key, doc_id, owner)
-    return Admission.NEW if twin is None else twin
+def _first_known(
+    keys: list[tuple[bytes, Method]], known: dict[bytes, tuple[int, int] | None]
+) -> Twin | None:
+    """The twin under a document's first fingerprint key already registered."""
+    for key, method in keys:
+        found = known[key]
+        if found is not None:
+            return Twin(found[0], method, found[1])
+    return None

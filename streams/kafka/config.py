@@ -57,6 +57,10 @@ class WorkerConfig:
     advertise: str | None = None
     #: detection shards (see docs/kafka.md), or None for one detector in one worker
     shards: int | None = None
+    #: where the shards and the union stage keep checkpoints of their states (a directory
+    #: the workers may share), or None for none; and how many log messages apart
+    checkpoints: Path | None = None
+    checkpoint_every: int = 256
 
     @property
     def prepared_topic(self) -> str:
@@ -105,6 +109,10 @@ class WorkerConfig:
             raise NeardupError(
                 f"shards={self.shards} is out of range: use 1 to 256 detection shards (every "
                 "worker of a deployment must use the same)"
+            )
+        if self.checkpoint_every < 1:
+            raise NeardupError(
+                f"checkpoint_every={self.checkpoint_every}: use a positive number of log messages"
             )
         if self.prepare not in PREPARE_MODES:
             raise NeardupError(

@@ -45,6 +45,9 @@ _U32 = struct.Struct("<I")
 # fetched_at bytes, content type bytes
 _HEADER = struct.Struct("<QQQQIBBBIIIIIHH")
 _HAS_CANONICAL = 1
+# the stored little-endian words as the machine's own: a view needs no byte swap on x86/ARM
+_U4 = np.dtype("<u4")
+_U8 = np.dtype("<u8")
 _HAS_SHINGLE_SET = 2
 
 
@@ -151,13 +154,14 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                 n_type,
             ) = _HEADER.unpack_from(raw, offset)
             offset += _HEADER.size
-            sketch = np.frombuffer(raw, "<u4", n_sketch, offset).astype(np.uint32)
+            # views of the message, not copies (read-only: nothing downstream writes them)
+            sketch = np.frombuffer(raw, _U4, n_sketch, offset)
             offset += 4 * n_sketch
-            supers = np.frombuffer(raw, "<u8", n_supers, offset).astype(np.uint64)
+            supers = np.frombuffer(raw, _U8, n_supers, offset)
             offset += 8 * n_supers
-            keys = np.frombuffer(raw, "<u4", n_keys, offset).astype(np.uint32)
+            keys = np.frombuffer(raw, _U4, n_keys, offset)
             offset += 4 * n_keys
-            contained = np.frombuffer(raw, "<u4", n_contained, offset).astype(np.uint32)
+            contained = np.frombuffer(raw, _U4, n_contained, offset)
             offset += 4 * n_contained
             texts = []
             for length in (n_url, n_fetched, n_type):

@@ -23,10 +23,11 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from neardup.core import BadRecordError, StateError
-from neardup.state import State, check_or_store_role
+from neardup.state import Checkpoints, State, check_or_store_role
 
 from ..detection.result import BatchResult
 from ..detection.shard import Ownership
@@ -74,7 +75,18 @@ def _in_thread(thread: ThreadPoolExecutor) -> Callable[..., Awaitable[Any]]:
     return run
 
 
-def _open(path: Any, config: WorkerConfig, role: str) -> State:
+def _checkpoints(config: WorkerConfig, name: str) -> Checkpoints | None:
+    return None if config.checkpoints is None else Checkpoints(config.checkpoints, name)
+
+
+def _open(path: Path, config: WorkerConfig, role: str, name: str) -> State:
+    """This worker's state of a shard or of the union stage; one it lacks starts from the
+    newest checkpoint, when there is one."""
+    checkpoints = _checkpoints(config, name)
+    if checkpoints is not None and not (path / "CURRENT").exists():
+        offset = checkpoints.restore(path)
+        if offset is not None:
+            logger.info("%s: starting from the checkpoint at log offset %d", name, offset)
     state = State.open(path, config.settings)
     try:
         check_or_store_role(state.store, role)
@@ -109,6 +121,20 @@ async def _seek(consumer: Any, topic: str, start: int, what: str) -> Any:
         )
     consumer.seek(partition, start)
     return partition
+
+
+class _Every:
+    """Writes a checkpoint once the log has moved ``every`` messages past the last one."""
+
+    def __init__(self, checkpoints: Checkpoints | None, every: int) -> None:
+        self._checkpoints = checkpoints
+        self._every = every
+        self.last = 0
+
+    def maybe(self, state: State, offset: int) -> None:
+        if self._checkpoints is not None and offset - self.last >= self._every:
+            self._checkpoints.write(state, offset)
+            self.last = offset
 
 
 class ShardPool:
@@ -158,9 +184,9 @@ class ShardPool:
         with ThreadPoolExecutor(1, thread_name_prefix=f"neardup-shard-{index}") as thread:
             run = _in_thread(thread)
             try:
-                state = await run(
-                    _open, config.shard_dir(index), config, f"shard {index} of {self._shards}"
-                )
+                name = f"shard-{index}-of-{self._shards}"
+                role = f"shard {index} of {self._shards}"
+                state = await run(_open, config.shard_dir(index), config, role, name)
             except StateError as error:
                 await self._stopped(error)
                 return
@@ -168,7 +194,9 @@ class ShardPool:
             try:
                 await consumer.start()
                 fold = ShardLog(state, ownership, config.prepared_topic)
+                checkpoints = _Every(_checkpoints(config, name), config.checkpoint_every)
                 start = await run(lambda: fold.next_offset)
+                checkpoints.last = start
                 partition = await _seek(consumer, config.prepared_topic, start, f"shard {index}")
                 logger.info("shard %d: applying %s from offset %d", index, fold.log, start)
                 while True:
@@ -178,6 +206,7 @@ class ShardPool:
                     records = [(r.offset, r.value or b"") for r in fetched.get(partition, [])]
                     if records:
                         await self._apply(fold, records, run)
+                        await run(checkpoints.maybe, state, fold.next_offset)
             except StateError as error:
                 await self._stopped(error)
             finally:
@@ -218,11 +247,14 @@ async def union_agent(
     with ThreadPoolExecutor(1, thread_name_prefix="neardup-union") as thread:
         run = _in_thread(thread)
         try:
-            state = await run(_open, config.union_dir, config, f"union of {shards}")
+            name = f"union-of-{shards}"
+            state = await run(_open, config.union_dir, config, f"union of {shards}", name)
         except StateError as error:
             await stopped(error)
             return
         fold = UnionLog(state, shards, config.prepared_topic, config.findings_topic)
+        checkpoints = _Every(_checkpoints(config, name), config.checkpoint_every)
+        checkpoints.last = fold.next_offset
         silent_below = 0
 
         async def apply() -> None:
@@ -235,6 +267,7 @@ async def union_agent(
                 await flush()  # events out before the marker and the state say "done"
             await produce(config.findings_topic, MARKER_KEY, applied_marker(staged.next_offset), 0)
             await run(fold.commit, staged)
+            await run(checkpoints.maybe, state, staged.next_offset)
             if service is not None:
                 for listener in service.listeners:
                     listener.batch_done(staged.result, dict(staged.result.stage_seconds))

@@ -12,11 +12,12 @@ of the embedded detector, and no event may be lost.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from neardup.core import Page, Preparer, Settings
-from neardup.state import State
+from neardup.state import TABLES, Checkpoints, State
 from neardup.streams import Detector
 from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.detection.shard import Ownership
@@ -167,3 +168,34 @@ def _decode(message: bytes, preparer: Preparer) -> list:  # type: ignore[type-ar
     from neardup.streams.kafka.prepared_codec import decode_batch
 
     return decode_batch(message, preparer.settings)
+
+
+def test_a_shard_restored_from_a_checkpoint_ends_as_one_that_applied_the_whole_log(
+    tmp_path: Path,
+) -> None:
+    """A new owner starting from a checkpoint applies only the log after it, and ends with
+    the tables and the findings of a shard that applied everything."""
+    config = Settings(containment_threshold=0.5)
+    log = _log(family_pages(9, families=6, size=5), random.Random(2), config)
+    offsets = sorted(log)
+    middle = offsets[len(offsets) // 2]
+    checkpoints = Checkpoints(tmp_path / "checkpoints", "shard-1-of-2")
+    with State.open(tmp_path / "whole", config) as whole:
+        fold = ShardLog(whole, Ownership(1, 2), LOG)
+        sent_whole = []
+        for offset in offsets:
+            staged = fold.stage([(offset, log[offset])])
+            fold.commit(staged)
+            sent_whole += [encode_findings(m) for m in staged.messages]
+            if offset == middle:
+                checkpoints.write(whole, fold.next_offset)
+        expected = {table: list(whole.store.items(table)) for table in TABLES}
+    assert checkpoints.restore(tmp_path / "taken-over") == middle + 1
+    with State.open(tmp_path / "taken-over", config) as taken:
+        fold = ShardLog(taken, Ownership(1, 2), LOG)
+        staged = fold.stage([(o, log[o]) for o in offsets])  # the whole log is offered
+        fold.commit(staged)
+        assert [m.offset for m in staged.messages] == [o for o in offsets if o > middle]
+        after = [encode_findings(m) for m in staged.messages]
+        assert after == sent_whole[len(sent_whole) - len(after) :]
+        assert {table: list(taken.store.items(table)) for table in TABLES} == expected

@@ -160,3 +160,35 @@ def test_a_worker_with_another_number_of_shards_is_refused(broker: str, tmp_path
         run.workers.remove(late)
     finally:
         run.stop()
+
+
+def test_a_new_owner_starts_from_the_newest_checkpoint(broker: str, tmp_path: Path) -> None:
+    """Workers sharing a checkpoint directory: a worker that takes a shard over with no
+    state of it starts from the newest checkpoint, and the events are still exactly the
+    embedded run's."""
+    lines = _lines()
+    third = len(lines) // 3
+    checkpoints = tmp_path / "checkpoints"
+    flags = ("--shards", "2", "--checkpoints", str(checkpoints), "--checkpoint-every", "2")
+    run = Deployment(broker, tmp_path)
+    try:
+        first = run.start_worker("w0", *flags, *FLAGS)
+        run.start_worker("w1", *flags, *FLAGS)
+        run.publish(lines[: 2 * third])
+        run.wait_for_events()
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while time.monotonic() < deadline and not all(
+            any((checkpoints / f"shard-{s}-of-2").glob("0*")) for s in range(2)
+        ):
+            run.check_alive()
+            time.sleep(0.5)
+        run.kill(first)
+        run.start_worker("w2", *flags, *FLAGS)
+        run.publish(lines[2 * third :])
+        expected, clusters = _expected(run, lines)
+        assert _sent(run, expected) == expected
+        assert run.clusters() == clusters
+        log = (tmp_path / "w2.log").read_text() + (tmp_path / "w1.log").read_text()
+        assert "starting from the checkpoint at log offset" in log
+    finally:
+        run.stop()
