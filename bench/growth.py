@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .corpus import iter_pages, write_jsonl
+from .report import emit
 from .run import _disk_bytes, _run
 
 __all__ = ["growth_report", "main"]
@@ -126,9 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = [json.loads(line) for line in stats.read_text().splitlines()]
         report = {"seed": args.seed, **growth_report(lines, seconds, rss, _disk_bytes(state))}
     _print(report)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    emit(report, args.out, show=False)
     return 0
 
 

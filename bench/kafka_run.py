@@ -278,35 +278,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--broker", help="an external broker (default: start Tansu)")
     args = parser.parse_args(argv)
-    broker_process = None
-    broker = args.broker
-    if broker is None:
-        broker_process, broker = tansu.start()
-        if not tansu.wait_until_answers(broker_process, broker, 20.0):
-            tansu.stop(broker_process)
-            raise RuntimeError("Tansu did not start")
     pages, expected = _corpus(args.docs, args.seed)
     megabytes = sum(len(value) for _, value in pages) / 1e6
     report: dict[str, Any] = {"docs": args.docs, "megabytes": round(megabytes, 2)}
-    try:
-        with tempfile.TemporaryDirectory() as workdir:
+    with (
+        tansu.broker_for_bench(args.broker) as (broker, broker_pid),
+        tempfile.TemporaryDirectory() as workdir,
+    ):
 
-            def measure(step: Any, *extra: Any) -> Any:
-                run = Run(broker, args.partitions, Path(workdir))
-                try:
-                    return step(run, pages, expected, *extra)
-                finally:
-                    run.close()
+        def measure(step: Any, *extra: Any) -> Any:
+            run = Run(broker, args.partitions, Path(workdir))
+            try:
+                return step(run, pages, expected, *extra)
+            finally:
+                run.close()
 
-            rate, rss = measure(backlog_throughput)
-            live = measure(live_throughput)
-            p50, p99, measured = measure(latency, rate / 2)
-    finally:
-        if broker_process is not None:
-            tansu.stop(broker_process)
+        rate, rss = measure(backlog_throughput)
+        live = measure(live_throughput)
+        p50, p99, measured = measure(latency, rate / 2)
     report |= {
         "partitions": args.partitions,
-        "broker": "tansu" if broker_process is not None else broker,
+        "broker": "tansu" if broker_pid is not None else broker,
         "docs_per_second_one_worker": round(rate, 1),
         "docs_per_second_publishing_meanwhile": round(live, 1),
         "worker_peak_rss_mb": round(rss, 1),

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .corpus import iter_pages, write_jsonl
+from .report import emit
 
 __all__ = ["main"]
 
@@ -315,10 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         "follower_p99_ms": _percentile(follower_ms, 99),
         "closed_loop_queries_per_second": round(capacity, 1),
     }
-    print(json.dumps(report, indent=2))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    emit(report, args.out)
     return 0
 
 

@@ -39,6 +39,7 @@ from tests.support import tansu
 
 from .corpus import generate
 from .kafka_run import Clusters, Run
+from .report import emit
 
 _MESSAGE_DOCS = 256
 _CONFIGS = (("one detector", None, 1), ("1 shard", 1, 1), ("2 shards", 2, 2))
@@ -123,6 +124,10 @@ class _Sharded(Run):
                 error = process.stderr.read().decode(errors="replace")[-2000:]
                 raise RuntimeError(f"a worker exited with {process.returncode}: {error}")
 
+    def cpu_seconds(self) -> list[float]:
+        """CPU seconds (user + system) each worker has used so far."""
+        return [_cpu_seconds(process.pid) for process in self.processes]
+
     def first_event_at(self) -> float:
         return min(r.timestamp for r in self.read(self.config.events_topic)) / 1000
 
@@ -139,6 +144,11 @@ class _Sharded(Run):
         """Bytes on disk of each detection state: the shards', or the single detector's."""
         name = "detector" if self.shards is None else "shard-*"
         return [_du(path) for path in sorted(self.workdir.glob(f"w*/{name}"))]
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _du(path: Path) -> int:
@@ -199,41 +209,39 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("taskset") is None:
         parser.error("taskset (util-linux) is needed to pin each worker to a core")
     messages, expected, prepared = _prepared(args.docs, args.seed)
-    broker_process = None
-    broker = args.broker
-    if broker is None:
-        broker_process, broker = tansu.start()
-        if not tansu.wait_until_answers(broker_process, broker, 20.0):
-            tansu.stop(broker_process)
-            raise RuntimeError("Tansu did not start")
     report: dict[str, Any] = {"docs": args.docs, "cores": os.cpu_count()}
-    try:
-        with tempfile.TemporaryDirectory(prefix="neardup-scale-") as tmp:
-            for name, shards, workers in _CONFIGS:
-                run = _Sharded(broker, Path(tmp), shards, workers)
-                try:
-                    run.publish_prepared(messages)
-                    run.start()
-                    done = run.completed_at(expected)
-                    rate = args.docs / (done - run.first_event_at())
-                finally:
-                    run.close()
-                report[name] = {"docs_per_second": round(rate, 1), "state_bytes": run.shard_bytes()}
-                print(f"{name}: {rate:,.0f} docs/s, state bytes {run.shard_bytes()}", flush=True)
-            report |= union_alone(prepared, Path(tmp))
-    finally:
-        if broker_process is not None:
-            tansu.stop(broker_process)
+    with (
+        tansu.broker_for_bench(args.broker) as (broker, broker_pid),
+        tempfile.TemporaryDirectory(prefix="neardup-scale-") as tmp,
+    ):
+        for name, shards, workers in _CONFIGS:
+            run = _Sharded(broker, Path(tmp), shards, workers)
+            try:
+                run.publish_prepared(messages)
+                broker_before = _cpu_seconds(broker_pid) if broker_pid else 0.0
+                run.start()
+                done = run.completed_at(expected)
+                workers_cpu = run.cpu_seconds()
+                broker_cpu = (_cpu_seconds(broker_pid) - broker_before) if broker_pid else None
+                rate = args.docs / (done - run.first_event_at())
+            finally:
+                run.close()
+            report[name] = {
+                "docs_per_second": round(rate, 1),
+                "state_bytes": run.shard_bytes(),
+                # whole runs: a worker's start (~5 s of Faust and the group) included
+                "worker_cpu_seconds": [round(c, 1) for c in workers_cpu],
+                "broker_cpu_seconds": None if broker_cpu is None else round(broker_cpu, 1),
+            }
+            print(f"{name}: {json.dumps(report[name])}", flush=True)
+        report |= union_alone(prepared, Path(tmp))
     two, one, single = report["2 shards"], report["1 shard"], report["one detector"]
     report["two_shards_over_one_shard"] = round(two["docs_per_second"] / one["docs_per_second"], 2)
     report["two_shards_over_one_detector"] = round(
         two["docs_per_second"] / single["docs_per_second"], 2
     )
     report["shard_state_share"] = round(max(two["state_bytes"]) / max(one["state_bytes"]), 3)
-    print(json.dumps(report, indent=2))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    emit(report, args.out)
     return 0
 
 

@@ -20,12 +20,12 @@ the seconds it took to write.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from .report import emit
 from .shard_scaling import _du, _prepared
 
 
@@ -82,10 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             "takeover_replaying_the_log_seconds": round(replay, 2),
             "takeover_from_checkpoint_seconds": round(restored, 2),
         }
-    print(json.dumps(report, indent=2))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    emit(report, args.out)
     return 0
 
 

@@ -4,7 +4,7 @@ Nothing here does I/O; everything works on whole batches with numpy.
 """
 
 from .canonical import Tokenizer, html_to_text, looks_like_html, to_canonical_text
-from .containment import containment_keys, level_counts, sampled_at
+from .containment import containment_keys, kept_at_levels, level_counts, sampled_at
 from .exceptions import (
     BadRecordError,
     BrokerError,
@@ -67,6 +67,7 @@ __all__ = [
     "estimate_columns",
     "estimate_pairs",
     "html_to_text",
+    "kept_at_levels",
     "level_counts",
     "looks_like_html",
     "may_resemble",

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from ._hashing import U64, drop_repeats
 from .shingles import top_bits
 
-__all__ = ["MAX_LEVEL", "containment_keys", "level_counts", "sampled_at"]
+__all__ = ["MAX_LEVEL", "containment_keys", "kept_at_levels", "level_counts", "sampled_at"]
 
 U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
@@ -71,3 +71,16 @@ def sampled_at(counts: Sequence[I64], levels: npt.ArrayLike) -> I64:
     at = np.clip(np.asarray(levels, np.int64), 0, MAX_LEVEL)
     result: I64 = table[np.arange(len(counts)), at]
     return result
+
+
+def kept_at_levels(values: U32, lengths: I64, levels: npt.ArrayLike) -> I64:
+    """For samples laid end to end in ``values`` (sample i: the next ``lengths[i]``), how
+    many values of sample i are 0 modulo 2**levels[i]: ``level_counts(sample)[level]`` for
+    all of them in one pass."""
+    lengths = np.asarray(lengths, np.int64)
+    at = np.clip(np.asarray(levels, np.int64), 0, MAX_LEVEL)
+    kept = _trailing_zeros(np.asarray(values, np.uint32)) >= np.repeat(at, lengths)
+    total = np.concatenate([np.zeros(1, np.int64), np.cumsum(kept, dtype=np.int64)])
+    ends = np.cumsum(lengths)
+    counts: I64 = total[ends] - total[ends - lengths]
+    return counts

@@ -16,6 +16,7 @@ from neardup.core import (
     PreparedDoc,
     Settings,
     estimate_columns,
+    kept_at_levels,
     level_counts,
     sampled_at,
 )
@@ -173,10 +174,7 @@ def verify_containment(
     # a complete sketch is the other's whole set: its keys at the level are counted there
     theirs = np.where(
         complete,
-        sampled_at(
-            [level_counts(v) for v in _split(other_samples.values, other_samples.lengths)],
-            pair_level,
-        ),
+        kept_at_levels(other_samples.values, other_samples.lengths, pair_level),
         other_counts / np.exp2(pair_level),
     )
     resemblance, containment, reverse, exact = estimate_columns(
@@ -207,7 +205,3 @@ def verify_containment(
             )
         )
     return found, len(pairs)
-
-
-def _split(values: npt.NDArray[np.uint32], lengths: I64) -> list[npt.NDArray[np.uint32]]:
-    return np.split(values, np.cumsum(lengths)[:-1]) if len(lengths) else []

@@ -18,7 +18,7 @@ same prefix holds the same state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from neardup.core import BadRecordError, PreparedDoc, Settings, SettingsError
@@ -27,7 +27,7 @@ from neardup.state import State, StateView
 from ..detection import BatchResult, Detector
 from .prepared_codec import decode_batch, settings_of_batch
 
-__all__ = ["LogDetector", "SettingsCheck", "Staged"]
+__all__ = ["LogDetector", "SettingsCheck", "Staged", "unapplied"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +66,7 @@ class LogDetector:
         docs: list[PreparedDoc] = []
         rejected: list[tuple[int, BadRecordError]] = []
         last = start - 1
-        for offset, value in messages:
-            if offset <= last:
-                if offset >= start:
-                    raise ValueError(f"offsets must ascend: {offset} after {last}")
-                continue
+        for offset, value in unapplied(messages, start):
             last = offset
             try:
                 docs += decode_batch(value, self._settings.check(value))
@@ -83,6 +79,19 @@ class LogDetector:
     def commit(self, staged: Staged) -> None:
         """Make a staged run durable, with the offset it ends at, in one write."""
         staged.view.commit()
+
+
+def unapplied(messages: Sequence[tuple[int, bytes]], start: int) -> Iterator[tuple[int, bytes]]:
+    """The (offset, value) messages at or after ``start``, which must come in ascending
+    offset order (those before ``start`` were applied already: skipped)."""
+    last = start - 1
+    for offset, value in messages:
+        if offset <= last:
+            if offset >= start:
+                raise ValueError(f"offsets must ascend: {offset} after {last}")
+            continue
+        last = offset
+        yield offset, value
 
 
 class SettingsCheck:

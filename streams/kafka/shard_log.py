@@ -20,7 +20,7 @@ from neardup.state import State, StateView
 from ..detection.shard import Ownership, shard_stage
 from ..detection.union import DocHead
 from .findings_codec import ShardMessage
-from .log_detector import SettingsCheck
+from .log_detector import SettingsCheck, unapplied
 from .prepared_codec import decode_batch
 
 __all__ = ["ShardLog", "ShardStaged"]
@@ -60,11 +60,7 @@ class ShardLog:
         out: list[ShardMessage] = []
         rejected: list[tuple[int, BadRecordError]] = []
         last = start - 1
-        for offset, value in messages:
-            if offset <= last:
-                if offset >= start:
-                    raise ValueError(f"offsets must ascend: {offset} after {last}")
-                continue
+        for offset, value in unapplied(messages, start):
             last = offset
             try:
                 docs = decode_batch(value, self._settings.check(value))

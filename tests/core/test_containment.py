@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from neardup.core import Settings, SettingsError, containment_keys, level_counts, sampled_at
+from neardup.core import (
+    Settings,
+    SettingsError,
+    containment_keys,
+    kept_at_levels,
+    level_counts,
+    sampled_at,
+)
 from neardup.core.shingles import top_bits
 
 
@@ -43,6 +50,25 @@ def test_counts_per_level_are_what_each_level_keeps(values: list[int]) -> None:
     for level in range(33):
         assert counts[level] == sum(v % (1 << level) == 0 for v in values)
     assert sampled_at([counts, counts], [0, 40]).tolist() == [len(values), counts[32]]
+
+
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(0, 2**32 - 1), max_size=40), st.integers(-2, 40)),
+        max_size=8,
+    )
+)
+def test_counts_at_levels_of_many_samples_at_once_are_each_sample_s_own(
+    samples: list[tuple[list[int], int]],
+) -> None:
+    values = np.array([v for sample, _ in samples for v in sample], np.uint32)
+    lengths = np.array([len(sample) for sample, _ in samples], np.int64)
+    levels = [level for _, level in samples]
+    expected = [
+        int(sampled_at([level_counts(np.array(sample, np.uint32))], [level])[0])
+        for sample, level in samples
+    ]
+    assert kept_at_levels(values, lengths, levels).tolist() == expected
 
 
 @pytest.mark.parametrize(

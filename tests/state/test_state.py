@@ -252,6 +252,30 @@ def test_union_find_keeps_older_root_and_sizes() -> None:
         }
 
 
+#: batches of (doc id, its keys named by letters); a key may repeat within a document
+_BATCHES = st.lists(
+    st.lists(
+        st.tuples(st.integers(1, 12), st.lists(st.sampled_from("abcd"), max_size=4)),
+        max_size=6,
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _as_modelled(
+    meetings: Meetings, documents: int
+) -> list[tuple[dict[int, int], dict[int, int], int]]:
+    """What each document met, as ``_posted_one_by_one`` states it: shared keys and size by
+    earlier document, and stop keys."""
+    met = []
+    for i in range(documents):
+        rows = _rows(meetings, i)
+        shared = {doc: row[0] for doc, row in rows.items()}
+        met.append((shared, {doc: row[1] for doc, row in rows.items()}, int(meetings.stopped[i])))
+    return met
+
+
 def _posted_one_by_one(
     batches: list[list[tuple[int, list[str]]]], cap: int, silent: frozenset[int] = frozenset()
 ) -> tuple[list[tuple[dict[int, int], dict[int, int], int]], dict[bytes, tuple[int, ...] | int]]:
@@ -286,14 +310,7 @@ def _posted_one_by_one(
 
 
 @given(
-    st.lists(
-        st.lists(
-            st.tuples(st.integers(1, 12), st.lists(st.sampled_from("abcd"), max_size=4)),
-            max_size=6,
-        ),
-        min_size=1,
-        max_size=4,
-    ),
+    _BATCHES,
     st.integers(2, 5),
     st.booleans(),
     st.booleans(),
@@ -323,15 +340,7 @@ def test_posting_index_batches_equal_one_by_one(
                 [doc_id + 100 for doc_id, _ in batch],
                 new_documents=new,
             )
-            for i in range(len(batch)):
-                rows = _rows(meetings, i)
-                met.append(
-                    (
-                        {doc: row[0] for doc, row in rows.items()},
-                        {doc: row[1] for doc, row in rows.items()},
-                        int(meetings.stopped[i]),
-                    )
-                )
+            met += _as_modelled(meetings, len(batch))
             view.commit()
         table = "shingles" if short else "supershingles"
         stored: dict[bytes, tuple[int, ...] | int] = {}
@@ -363,14 +372,7 @@ def test_posting_index_batches_equal_one_by_one(
 
 
 @given(
-    st.lists(
-        st.lists(
-            st.tuples(st.integers(1, 12), st.lists(st.sampled_from("abcd"), max_size=4)),
-            max_size=6,
-        ),
-        min_size=1,
-        max_size=4,
-    ),
+    _BATCHES,
     st.integers(2, 5),
     st.frozensets(st.integers(1, 12)),
 )
@@ -397,15 +399,7 @@ def test_documents_that_do_not_post_meet_what_they_would_and_leave_no_trace(
                 new_documents=True,
                 posting=[doc_id not in silent for doc_id, _ in batch],
             )
-            for i in range(len(batch)):
-                rows = _rows(meetings, i)
-                met.append(
-                    (
-                        {doc: row[0] for doc, row in rows.items()},
-                        {doc: row[1] for doc, row in rows.items()},
-                        int(meetings.stopped[i]),
-                    )
-                )
+            met += _as_modelled(meetings, len(batch))
             view.commit()
         stored: dict[bytes, tuple[int, ...] | int] = {}
         for key, raw in state.store.items("supershingles"):

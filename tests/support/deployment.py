@@ -12,7 +12,9 @@ import uuid
 from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer
+from neardup.core import PreparedDoc, Settings
 from neardup.streams.detection.event_clusters import clusters_from_events
+from neardup.streams.kafka.prepared_codec import decode_batch
 
 __all__ = ["PARTITIONS", "SETTLE_SECONDS", "Deployment"]
 
@@ -97,6 +99,21 @@ class Deployment:
         )
         try:
             return [json.loads(message.value) for message in consumer]
+        finally:
+            consumer.close()
+
+    def prepared(self, settings: Settings | None = None) -> list[PreparedDoc]:
+        """The documents of the prepared log so far, in its order: the order detection took
+        them in."""
+        consumer = KafkaConsumer(
+            f"{self.app_id}-prepared",
+            bootstrap_servers=self.broker,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=3000,
+        )
+        try:
+            return [d for m in consumer for d in decode_batch(m.value, settings or Settings())]
         finally:
             consumer.close()
 

@@ -6,9 +6,11 @@ storage, for tests/streams/kafka/conftest.py and ``python -m bench.kafka_run``.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from typing import IO
 
 __all__ = ["answers", "start", "stop", "wait_until_answers"]
@@ -78,3 +80,21 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def broker_for_bench(
+    external: str | None, seconds: float = 20.0
+) -> Iterator[tuple[str, int | None]]:
+    """``(host:port, broker pid)`` of ``external``, or of a Tansu started for the block (pid
+    None for an external broker)."""
+    if external is not None:
+        yield external, None
+        return
+    process, address = start()
+    try:
+        if not wait_until_answers(process, address, seconds):
+            raise RuntimeError(f"Tansu did not answer on {address} within {seconds} s")
+        yield address, process.pid
+    finally:
+        stop(process)

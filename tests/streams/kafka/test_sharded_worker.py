@@ -10,11 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer
 from neardup.core import Settings, page_from_json
 from neardup.state import State
 from neardup.streams import Detector
-from neardup.streams.kafka.prepared_codec import decode_batch
 
 from tests.helpers import SAMPLE, family_pages, partition
 from tests.support.deployment import SETTLE_SECONDS, Deployment
@@ -35,30 +33,6 @@ def _lines() -> list[bytes]:
     return sample + families
 
 
-def _prepared_order(run: Deployment) -> list[bytes]:
-    consumer = KafkaConsumer(
-        f"{run.app_id}-prepared",
-        bootstrap_servers=run.broker,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        consumer_timeout_ms=3000,
-    )
-    try:
-        return [
-            json.dumps(
-                {
-                    "url": d.page.url,
-                    "content": "",
-                    "fetched_at": d.page.fetched_at,
-                }
-            ).encode()
-            for m in consumer
-            for d in decode_batch(m.value, SETTINGS)
-        ]
-    finally:
-        consumer.close()
-
-
 def _expected(run: Deployment, lines: list[bytes]) -> tuple[set[str], set[frozenset[str]]]:
     """The embedded run's events (as sorted JSON) and clusters over the prepared order."""
     by_key: dict[tuple[str, str], bytes] = {}
@@ -71,8 +45,8 @@ def _expected(run: Deployment, lines: list[bytes]) -> tuple[set[str], set[frozen
     valid = len(by_key)
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
-        order = [json.loads(h) for h in _prepared_order(run)]
-        keys = list(dict.fromkeys((o["url"], o["fetched_at"]) for o in order))
+        order = run.prepared(SETTINGS)
+        keys = list(dict.fromkeys((d.page.url, d.page.fetched_at) for d in order))
         if len(keys) >= valid or time.monotonic() > deadline:
             break
         run.check_alive()

@@ -15,11 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer
 from neardup.core import Page, Settings, page_from_json
 from neardup.state import State
 from neardup.streams import Detector
-from neardup.streams.kafka.prepared_codec import decode_batch
 
 from bench.excerpts import excerpt_corpus
 from tests.helpers import SAMPLE, partition
@@ -61,17 +59,7 @@ def deployment(broker: str, root: Path) -> Iterator[Deployment]:
 
 def _documents_seen(run: Deployment) -> int:
     """Distinct documents the topology prepared: those of its prepared topic."""
-    consumer = KafkaConsumer(
-        f"{run.app_id}-prepared",
-        bootstrap_servers=run.broker,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        consumer_timeout_ms=3000,
-    )
-    try:  # a message is a batch of prepared documents
-        return len({doc.doc_id for m in consumer for doc in decode_batch(m.value, Settings())})
-    finally:
-        consumer.close()
+    return len({doc.doc_id for doc in run.prepared()})
 
 
 def test_one_worker_finds_the_embedded_clusters_and_dead_letters_bad_messages(
@@ -141,17 +129,7 @@ def test_a_worker_killed_mid_stream_is_replaced_without_changing_the_clusters(
 
 def _prepared_order(run: Deployment) -> list[str]:
     """The URLs of the documents in the order detection took them: the prepared log's."""
-    consumer = KafkaConsumer(
-        f"{run.app_id}-prepared",
-        bootstrap_servers=run.broker,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        consumer_timeout_ms=3000,
-    )
-    try:
-        return [doc.page.url for m in consumer for doc in decode_batch(m.value, Settings())]
-    finally:
-        consumer.close()
+    return [doc.page.url for doc in run.prepared()]
 
 
 def test_contained_events_are_those_of_the_embedded_run(broker: str, tmp_path: Path) -> None:
