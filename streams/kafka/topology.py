@@ -3,6 +3,9 @@
     pages             (key url, N partitions)  prepare  -> prepared batches, dead letters
     {app}-prepared    (1 partition)            detect   -> events (key cluster id), dead letters
 
+With ``WorkerConfig.shards``, detection is split instead into detection shards and a union
+stage (``sharded_agents``); preparation is the same.
+
 ``prepare`` (parse, canonical form, shingles, sketch, super-shingles) keeps no state, so it
 spreads over every worker with the pages partitions. ``detect`` is the embedded Detector over
 this worker's RocksDB state (``LogDetector``): whichever worker owns the one prepared

@@ -89,10 +89,15 @@ def start_service(config: WorkerConfig) -> Service | None:
     worker holds it and redirecting to the worker that does otherwise."""
     if config.http is None:
         return None
-    source = LiveState(
-        why_none="this worker does not hold the detector, and no worker has said it does yet"
+    why = (
+        "this worker does not hold the detector, and no worker has said it does yet"
+        if config.shards is None
+        else "a deployment with detection shards answers no queries yet: its state is spread "
+        "over the shards (docs/kafka.md)"
     )
-    locate = OwnerLocator(config.broker, config.service_topic)
+    source = LiveState(why_none=why)
+    # with shards no worker holds a whole state: nobody to redirect to
+    locate = None if config.shards else OwnerLocator(config.broker, config.service_topic)
     service = Service(source, config.http, config.api_token, locate=locate).start()
     service.announce()
     return service

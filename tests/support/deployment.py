@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from kafka import KafkaConsumer, KafkaProducer
 from neardup.core import PreparedDoc, Settings
 from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.kafka.prepared_codec import decode_batch
 
-__all__ = ["PARTITIONS", "SETTLE_SECONDS", "Deployment"]
+from tests.streams.service.conftest import call
+
+__all__ = ["PARTITIONS", "SETTLE_SECONDS", "Deployment", "metric", "service_url", "until"]
+
+T = TypeVar("T")
 
 PARTITIONS = 4
 #: how long a run may take to reach the expected clusters (workers start in ~8 s)
@@ -159,3 +166,32 @@ class Deployment:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
+
+
+def until(what: str, probe: Callable[[], T | None], seconds: float = SETTLE_SECONDS) -> T:
+    """``probe()`` once it is not None, tried every half second."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = probe()
+        if found is not None:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def service_url(log: Path) -> str | None:
+    """The service URL a worker announced in its log, if it has."""
+    if not log.exists():
+        return None
+    found = re.search(r"neardup: serving (http://\S+)", log.read_text(errors="replace"))
+    return found.group(1) if found else None
+
+
+def metric(base: str, name: str) -> float | None:
+    """A sample's value in a service's /metrics (the first of the name)."""
+    answer = call(base + "/metrics")
+    for line in answer.body.decode().splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return None

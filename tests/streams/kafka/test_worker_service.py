@@ -10,11 +10,10 @@ import json
 import os
 import re
 import shutil
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -24,7 +23,7 @@ from neardup.streams import Detector
 
 from tests.helpers import SAMPLE, family_pages, two_sweeps
 from tests.streams.service.conftest import call
-from tests.support.deployment import SETTLE_SECONDS, Deployment
+from tests.support.deployment import Deployment, metric, service_url, until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -32,8 +31,6 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 #: where the test keeps its screenshot (the README shows one made by this test)
 SCREENSHOT = os.environ.get("NEARDUP_SCREENSHOT")
-
-T = TypeVar("T")
 
 
 def _lines(pages: list[Page]) -> list[bytes]:
@@ -54,32 +51,6 @@ def _documents(lines: list[bytes]) -> int:
     with State.open(None) as state:
         Detector(state).process(pages)
         return state.view().counters.get("documents")
-
-
-def _until(what: str, probe: Callable[[], T | None], seconds: float = SETTLE_SECONDS) -> T:
-    deadline = time.monotonic() + seconds
-    while True:
-        found = probe()
-        if found is not None:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
-def _service_url(log: Path) -> str | None:
-    if not log.exists():
-        return None
-    found = re.search(r"neardup: serving (http://\S+)", log.read_text(errors="replace"))
-    return found.group(1) if found else None
-
-
-def _metric(base: str, name: str) -> float | None:
-    answer = call(base + "/metrics")
-    for line in answer.body.decode().splitlines():
-        if line.startswith(name + " ") or line.startswith(name + "{"):
-            return float(line.rsplit(" ", 1)[1])
-    return None
 
 
 @pytest.fixture
@@ -122,7 +93,7 @@ def test_two_workers_serve_metrics_a_live_dashboard_and_queries(
         for name in ("a", "b"):
             run.start_worker(name, "--http", "127.0.0.1:0")
         urls = [
-            _until(f"worker {n}'s service", lambda n=n: _service_url(tmp_path / f"{n}.log"))
+            until(f"worker {n}'s service", lambda n=n: service_url(tmp_path / f"{n}.log"))
             for n in ("a", "b")
         ]
         run.publish(sweep_one)
@@ -137,24 +108,24 @@ def test_two_workers_serve_metrics_a_live_dashboard_and_queries(
             assert answers[statuses.index(307)].headers["Location"] == owner + "/api/v1/stats"
             return owner, other
 
-        owner, other = _until("one worker answering, the other redirecting", owner_and_other)
+        owner, other = until("one worker answering, the other redirecting", owner_and_other)
         documents = _documents(sweep_one)
-        _until(
+        until(
             "the first sweep in /metrics",
-            lambda: _metric(owner, "neardup_documents_total") == documents or None,
+            lambda: metric(owner, "neardup_documents_total") == documents or None,
         )
         metrics = call(owner + "/metrics").body.decode()
         assert re.search(r'neardup_stage_seconds_count\{stage="verify"\} [1-9]', metrics)
         assert re.search(r"neardup_publish_to_event_seconds_count [1-9]", metrics)
         assert 'neardup_consumer_lag_messages{partition="0",topic="' in metrics
         # each worker measures its own preparing; only the owner has the state's numbers
-        assert _metric(other, "neardup_documents_total") is None
+        assert metric(other, "neardup_documents_total") is None
 
         # the dashboard, opened on the worker that does not hold the detector
         browser.get(other + "/")
         assert browser.current_url.startswith(owner)  # followed the redirect
         shown = f"{documents:,}"
-        _until(
+        until(
             "the dashboard's count",
             lambda: browser.find_element(By.ID, "documents").text == shown or None,
             30,
@@ -166,7 +137,7 @@ def test_two_workers_serve_metrics_a_live_dashboard_and_queries(
             rows[0].find_elements(By.TAG_NAME, "td")[1].text,
         )
         rows[0].click()
-        members = _until(
+        members = until(
             "the member list",
             lambda: browser.find_elements(By.CSS_SELECTOR, "#members li button") or None,
             30,
@@ -176,7 +147,7 @@ def test_two_workers_serve_metrics_a_live_dashboard_and_queries(
             and browser.find_element(By.ID, "detail-cluster").text == cluster_id
         )
         members[0].click()
-        _until(
+        until(
             "a member's versions",
             lambda: browser.find_elements(By.CSS_SELECTOR, "#versions tbody tr") or None,
             30,
@@ -186,11 +157,11 @@ def test_two_workers_serve_metrics_a_live_dashboard_and_queries(
         run.publish(sweep_two)
         total = _documents(sweep_one + sweep_two)
         shown = f"{total:,}"
-        _until(
+        until(
             "the dashboard's new count",
             lambda: browser.find_element(By.ID, "documents").text == shown or None,
         )
-        assert _metric(owner, "neardup_documents_total") == total
+        assert metric(owner, "neardup_documents_total") == total
         growing = browser.find_elements(By.CSS_SELECTOR, "#growing tbody tr")
         assert growing, "no cluster grew in the last window"
         screenshot = tmp_path / "dashboard.png"
