@@ -135,6 +135,8 @@ def _contained(
 ) -> list[Event]:
     """The contained events of a new document: the pairs past the containment threshold,
     but not the near-duplicates it joined (their duplicate event says so)."""
+    if not found:
+        return []
     joined = {doc_id for doc_id, _ in near}
     kept = sorted(
         ((doc_id, e) for doc_id, e in found if doc_id not in joined),

@@ -209,6 +209,9 @@ class ShardPool:
                         await run(checkpoints.maybe, state, fold.next_offset)
             except StateError as error:
                 await self._stopped(error)
+            except Exception as error:  # a shard that stopped would stall the union stage
+                logger.exception("shard %d failed", index)
+                await self._stopped(StateError(f"shard {index} failed: {error!r}"))
             finally:
                 await consumer.stop()
                 await run(state.close)
