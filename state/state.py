@@ -67,13 +67,17 @@ def _of(
 
 
 class State:
-    """A store plus the settings it was built with, and an in-memory filter of the keys of each
-    posting index (read when first needed; its views keep them up to date)."""
+    """A store plus the settings it was built with, and, for a writer, an in-memory filter of
+    the keys of each posting index (read when first needed; its views keep them up to
+    date)."""
 
     def __init__(self, store: Store, settings: Settings | None = None) -> None:
         self.store = store
         self.settings = check_or_store_settings(store, settings)
         self._key_filters: dict[IndexTable, KeyFilter] = {}
+        # a filter follows the keys this process posts: a follower's writer posts elsewhere,
+        # so a follower's lookups go to the store
+        self._filters = store.writer_log() is None
 
     def key_filter(self, table: IndexTable) -> KeyFilter:
         """The filter of the keys of a posting index, read from the store when first used: a
@@ -123,7 +127,7 @@ class State:
         return self.store.writer_log()
 
     def view(self) -> StateView:
-        return StateView(self.store, self.settings, self.key_filter)
+        return StateView(self.store, self.settings, self.key_filter if self._filters else None)
 
     def close(self) -> None:
         self.store.close()

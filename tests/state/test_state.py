@@ -542,3 +542,24 @@ def test_a_query_meets_what_a_new_document_would_and_posts_nothing() -> None:
         assert met.stopped.tolist() == [1]
         view.commit()
         assert dict(state.store.items("containment")) == before
+
+
+def test_a_follower_meets_keys_its_writer_posted_after_it_first_looked(tmp_path: Path) -> None:
+    """A follower's lookups see the keys its writer posts after the follower's first lookup
+    (a key filter made then would not know them)."""
+    writer = State.open(tmp_path / "state")
+    follower = State.follow(tmp_path / "state")
+    try:
+        view = writer.view()
+        view.containment.post_new([_k("ab")], [1], [0])
+        view.commit()
+        follower.catch_up()
+        assert follower.view().containment.meet([_k("abc")]).met(0) == {1}
+        view = writer.view()
+        view.containment.post_new([_k("c")], [2], [0])
+        view.commit()
+        follower.catch_up()
+        assert follower.view().containment.meet([_k("abc")]).met(0) == {1, 2}
+    finally:
+        follower.close()
+        writer.close()
