@@ -93,6 +93,12 @@ class RocksDBOptions:
     #: opening of the state starts a new one, and by default a thousand are kept; the
     #: latest is what a diagnosis needs
     info_log_files: int = 1
+    #: table files a follower (``neardup serve``) keeps open. RocksDB advises -1 (all) for a
+    #: secondary instance, but then each catch-up loads every file's handler in fresh
+    #: threads: 20-40 ms with the interpreter lock held, even when nothing changed. Bounded,
+    #: a file opens at its first read; one the writer deleted since the last catch-up is
+    #: met by catching up and reading again.
+    follower_open_files: int = 4096
     #: bits per key of each table file's Bloom filter: most index lookups are for keys never
     #: seen, and the filter answers those without reading blocks
     bloom_bits_per_key: int = 10
@@ -113,6 +119,11 @@ class RocksDBOptions:
                     f"RocksDBOptions({name}={value!r}): use a size in bytes of at least 1 MiB "
                     f"(1 << 20); the default is {getattr(RocksDBOptions(), name)}"
                 )
+        if not isinstance(self.follower_open_files, int) or self.follower_open_files < 16:
+            raise StateError(
+                f"RocksDBOptions(follower_open_files={self.follower_open_files!r}): keep at "
+                "least 16 table files open (4096 is the default)"
+            )
         if not isinstance(self.info_log_files, int) or self.info_log_files < 1:
             raise StateError(
                 f"RocksDBOptions(info_log_files={self.info_log_files!r}): keep at least 1"
@@ -221,8 +232,8 @@ class RocksDBStore(Store):
             # version kept is opened too (and left alone), so that the format check can speak
             existing = Rdict.list_cf(str(self.path)) if (self.path / "CURRENT").exists() else []
             database = _database_options(tuning, cache)
-            if follow:  # a secondary instance keeps every table file open (RocksDB's advice)
-                database.set_max_open_files(-1)
+            if follow:
+                database.set_max_open_files(tuning.follower_open_files)
             self._db: Any = Rdict(
                 str(self.path),
                 database,
@@ -250,13 +261,33 @@ class RocksDBStore(Store):
         return self._families[table]
 
     def get(self, table: Table, key: bytes) -> bytes | None:
-        value = self._family(table).get(key)
+        family = self._family(table)
+        try:
+            value = family.get(key)
+        except Exception:
+            if not self._caught_up_after_miss():
+                raise
+            value = family.get(key)
         return None if value is None else bytes(value)
 
     def get_many(self, table: Table, keys: Sequence[bytes]) -> list[bytes | None]:
         # one get per key: through rocksdict, RocksDB's batched multi-get costs more per key
         get = self._family(table).get
-        return [get(key) for key in keys]
+        try:
+            return [get(key) for key in keys]
+        except Exception:
+            if not self._caught_up_after_miss():
+                raise
+            return [get(key) for key in keys]
+
+    def _caught_up_after_miss(self) -> bool:
+        """A follower's read failed: it may have met a table file that the writer deleted
+        (a compaction) since the last catch-up. Caught up, it reads the files that replaced
+        it; a writer's failure is not that."""
+        if not self.follower or self._db is None:
+            return False
+        self._db.try_catch_up_with_primary()
+        return True
 
     def items(self, table: Table) -> Iterator[tuple[bytes, bytes]]:
         for key, value in self._family(table).items(read_opt=_total_order()):

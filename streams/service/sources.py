@@ -3,8 +3,8 @@
 A runtime (``neardup run``, the worker that holds the detector) lends its open state to the
 service (``LiveState``) and takes it back before closing it: ``detach`` waits for the queries
 still reading it. ``neardup serve`` reads a state directory that another process writes,
-through a RocksDB secondary instance (``FollowedState``) caught up four times a second,
-off the request path.
+through a RocksDB secondary instance (``FollowedState``) caught up four times a second
+while the writer's log grows, off the request path.
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ class FollowedState:
         with self._lent.reading() as state:
             log = state.writer_log
             outdated = state.outdated
-            state.catch_up()
+            if log != self._log:  # a catch-up costs even when there is nothing to see
+                state.catch_up()
         now = time.monotonic()
         if log != self._log:
             self._log, self._log_moved = log, now

@@ -32,6 +32,7 @@ from neardup.state.codec import (
     fetched_at_from_micros,
     fetched_at_to_micros,
 )
+from neardup.state.rocksdb import RocksDBOptions, RocksDBStore
 
 from tests.helpers import merge_edges
 
@@ -560,6 +561,32 @@ def test_a_follower_meets_keys_its_writer_posted_after_it_first_looked(tmp_path:
         view.commit()
         follower.catch_up()
         assert follower.view().containment.meet([_k("abc")]).met(0) == {1, 2}
+    finally:
+        follower.close()
+        writer.close()
+
+
+def test_a_follower_reads_a_file_its_writer_compacted_away_since_it_caught_up(
+    tmp_path: Path,
+) -> None:
+    """A follower keeps a bounded number of table files open (all of them would make each
+    catch-up load every file): a read that meets a file the writer's compaction deleted
+    before the follower opened it catches up and reads the file that replaced it."""
+    writer = RocksDBStore(tmp_path / "state")
+    follower = RocksDBStore(tmp_path / "state", RocksDBOptions(follower_open_files=16), True)
+    try:
+        for part in range(40):  # forty files: more than a follower of 16 opens ahead
+            writer.write({"docs": {b"%02d%06d" % (part, n): b"first" for n in range(50)}})
+            writer.compact()  # a file of its own: its keys overlap no other file
+        follower.catch_up()  # it knows every file, and has read none
+        known = {path.name for path in (tmp_path / "state").glob("*.sst")}
+        writer.write({"docs": {b"%02d%06d" % (part, 0): b"second" for part in range(40)}})
+        writer.compact()  # rewrites them: the follower's files are gone
+        assert known and not known & {path.name for path in (tmp_path / "state").glob("*.sst")}
+        for part in range(40):
+            assert follower.get("docs", b"%02d%06d" % (part, 1)) == b"first"
+        wanted = [b"%02d%06d" % (part, 0) for part in range(40)]
+        assert follower.get_many("docs", wanted) == [b"second"] * 40
     finally:
         follower.close()
         writer.close()
