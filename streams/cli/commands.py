@@ -311,6 +311,13 @@ COMMANDS = (
                 shown="resemblance and containment matches, most resembling first",
             ),
             Option(
+                "excerpts",
+                "also the documents at least half (or C) inside the file: its excerpts (a slower "
+                "query)",
+                flags=("--excerpts",),
+                switch=True,
+            ),
+            Option(
                 "content_type",
                 "content type of the file",
                 flags=("--content-type",),

@@ -182,7 +182,7 @@ def query(args: argparse.Namespace) -> int:
             url=target, content=raw.decode("utf-8", "replace"), content_type=args.content_type
         )
         for line in reports.similar_to_content(
-            state, page, args.limit, args.min_resemblance, args.containment
+            state, page, args.limit, args.min_resemblance, args.containment, args.excerpts
         ):
             _print_json(line)
     return 0

@@ -126,10 +126,13 @@ def verify_containment(
     settings: Settings,
     threshold: float,
     local: dict[int, PreparedDoc] | None = None,
+    both_ways: bool = True,
 ) -> tuple[list[list[ContainmentPair]], int]:
     """For each document, the documents it met whose estimated containment, one way or the
     other, is at least ``threshold``, with their estimates; and how many pairs were
-    estimated. ``local``: documents of the same batch not stored yet."""
+    estimated. ``local``: documents of the same batch not stored yet. Without
+    ``both_ways``, only the documents that contain ``threshold`` of it: the pairs that could
+    only pass the other way are not read (most of a query's pairs, with little in common)."""
     local = local or {}
     owners = met.owners()
     if not len(owners):
@@ -149,9 +152,9 @@ def verify_containment(
     theirs_at_least = np.where(
         met.sizes > 0, settings.containment_sample / 2 * np.exp2(met.sizes - level), 1.0
     )
-    keep = _plausible(met.shared, mine, threshold) | _plausible(
-        met.shared, theirs_at_least, threshold
-    )
+    keep = _plausible(met.shared, mine, threshold)
+    if both_ways:
+        keep |= _plausible(met.shared, theirs_at_least, threshold)
     rows = np.flatnonzero(keep).tolist()
     met_ids = {int(met.doc_ids[r]) for r in rows}
     stored = sorted(met_ids - local.keys())
@@ -190,7 +193,11 @@ def verify_containment(
         ),
     )
     found: list[list[ContainmentPair]] = [[] for _ in docs]
-    passing = (containment >= threshold) | (reverse >= threshold)
+    passing = (
+        (containment >= threshold) | (reverse >= threshold)
+        if both_ways
+        else (containment >= threshold)
+    )
     for position in np.flatnonzero(passing).tolist():
         row = int(at[position])
         found[int(owners[row])].append(

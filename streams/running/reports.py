@@ -95,19 +95,25 @@ def _match_json(match: Match) -> dict[str, Any]:
 
 
 def similar_to_content(
-    state: State, page: Page, limit: int, floor: float, containment: float | None = None
+    state: State,
+    page: Page,
+    limit: int,
+    floor: float,
+    containment: float | None = None,
+    excerpts: bool = False,
 ) -> list[dict[str, Any]]:
     """On-the-fly resemblance: the known documents most like ``page``, and those found
-    through the containment index that contain half of it or are half in it; the state is
-    not changed. With ``containment``, only the documents containing at least that much of
-    ``page``, most containing first (its sources, for an excerpt).
+    through the containment index that contain half of it (and, with ``excerpts``, those
+    half in it); the state is not changed. With ``containment``, only the documents
+    containing at least that much of ``page``, most containing first (its sources, for an
+    excerpt), and with ``excerpts`` too, those at least that much inside it.
 
     ``containment`` is of the query in the match, ``contains`` of the match in the query.
     """
     prepared = Preparer(state.settings).prepare([page], query=True)[0]
     view = state.view()
     if containment is None:
-        found = find_similar(view, prepared, state.settings, floor)
+        found = find_similar(view, prepared, state.settings, floor, excerpts)
     else:
-        found = find_containing(view, prepared, state.settings, containment)
+        found = find_containing(view, prepared, state.settings, containment, excerpts)
     return [_match_json(m) for m in found[:limit]]

@@ -116,7 +116,19 @@ class Api:
         containment = _field(body, "containment", float)
         if containment is not None and not 0.0 < containment <= 1.0:
             raise BadRequestError(f"containment={containment} must be above 0 and at most 1")
-        _only(body, {"content", "content_type", "url", "limit", "min_resemblance", "containment"})
+        excerpts = _field(body, "excerpts", bool) or False
+        _only(
+            body,
+            {
+                "content",
+                "content_type",
+                "url",
+                "limit",
+                "min_resemblance",
+                "containment",
+                "excerpts",
+            },
+        )
         page = Page(url=url, content=content, content_type=content_type)
         with self.source.reading() as state:
             if containment is not None and not state.settings.containment_sample:
@@ -124,7 +136,7 @@ class Api:
                     "this state keeps no containment index (containment_sample 0): "
                     "leave out containment"
                 )
-            matches = reports.similar_to_content(state, page, limit, floor, containment)
+            matches = reports.similar_to_content(state, page, limit, floor, containment, excerpts)
             return {"matches": matches}
 
     def cluster_of_url(self, request: Request, _: dict[str, str]) -> Any:
@@ -297,7 +309,13 @@ def _field(body: Mapping[str, Any], name: str, kind: type, required: bool = Fals
     return value
 
 
-_KINDS: dict[type, str] = {str: "a string", int: "an integer", float: "a number", list: "a list"}
+_KINDS: dict[type, str] = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    list: "a list",
+    bool: "true or false",
+}
 
 
 def _only(body: Mapping[str, Any], known: set[str]) -> None:

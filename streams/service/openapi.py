@@ -243,6 +243,12 @@ def openapi(limits: Limits, secured: bool = False) -> dict[str, Any]:
                 "description": "only the documents containing at least this much of the posted "
                 "one (its sources, for an excerpt), most containing first",
             },
+            "excerpts": {
+                "type": "boolean",
+                "default": False,
+                "description": "also the documents at least half inside the posted one (its "
+                "excerpts), or with containment, at least that much inside it",
+            },
         },
     }
     page = {

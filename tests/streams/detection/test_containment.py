@@ -58,3 +58,32 @@ def test_a_new_document_contained_in_an_earlier_one_and_one_containing_it() -> N
     assert contained[0].contains > 0.9 and contained[0].containment < 0.3
     assert contained[1].containment > 0.9 and contained[1].contains < 0.3
     assert all(e.to_json()["type"] == "contained" for e in contained)
+
+
+def test_the_default_query_finds_the_sources_and_asked_for_excerpts_the_excerpts() -> None:
+    """A digest quoting three stored pages whole (a quarter of it each): the pages are all
+    inside it and it is a quarter inside each, so the default query's sources miss them
+    (resemblance, 0.25, may meet one); asked for excerpts, the query finds each. An excerpt
+    of a stored page finds its source either way."""
+    settings = Settings()
+    rng = np.random.default_rng(5)
+    texts = [random_text(rng, 1500) for _ in range(4)]
+    urls = [f"https://a.example/{n}" for n in range(3)]
+    with State.open(None, settings) as state:
+        Detector(state).process([Page(u, " ".join(t)) for u, t in zip(urls, texts, strict=False)])
+        prepare = Preparer(settings).prepare
+        digest = prepare([Page("q:", " ".join(" ".join(t) for t in texts))], query=True)[0]
+        plain = find_similar(state.view(), digest, settings)
+        assert len(plain) < 3 and all(m.method == "near" for m in plain)  # by chance, r=0.25
+        found = find_similar(state.view(), digest, settings, excerpts=True)
+        assert sorted(m.doc.url for m in found) == urls
+        assert {m.method for m in found} - {"near"} == {"contained"}
+        assert all(m.estimate.containment_reverse > 0.9 for m in found)
+        assert all(m.estimate.containment < 0.35 for m in found)
+        assert find_containing(state.view(), digest, settings, 0.8) == []
+        inside = find_containing(state.view(), digest, settings, 0.8, excerpts=True)
+        assert sorted(m.doc.url for m in inside) == urls
+        excerpt = prepare([Page("q:", " ".join(texts[1][300:900]))], query=True)[0]
+        for excerpts in (False, True):
+            (source,) = find_similar(state.view(), excerpt, settings, excerpts=excerpts)
+            assert source.doc.url == urls[1] and source.estimate.containment > 0.9

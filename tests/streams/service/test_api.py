@@ -109,6 +109,17 @@ def test_similar_with_containment_finds_the_sources_of_an_excerpt(
     )
 
 
+def test_similar_with_excerpts_answers_as_the_cli(service: Service, swept_state: State) -> None:
+    _, _, texts = two_sweeps()
+    digest = " ".join(texts["three"] + texts["other"] + texts["fresh"])
+    matches = _post(service, "/similar", {"content": digest, "excerpts": True})["matches"]
+    page = Page(url="query:", content=digest, content_type="text/html")
+    assert matches == reports.similar_to_content(swept_state, page, 10, 0.0, None, True)
+    assert {"https://site.example/blog/3", "https://other.example/x"} <= {
+        m["url"] for m in matches if m["contains"] >= 0.9
+    }
+
+
 def test_folding_a_result_page_keeps_the_heads_in_order(
     service: Service, swept_state: State
 ) -> None:
@@ -166,6 +177,7 @@ def test_stats_and_dashboard_read_the_state_counters(service: Service, swept_sta
         ("POST", "/similar", {"content": "x", "colour": "red"}, 400, "unknown fields: colour"),
         ("POST", "/similar", {"content": "x", "min_resemblance": 2}, 400, "from 0 to 1"),
         ("POST", "/similar", {"content": "x", "containment": 0}, 400, "above 0 and at most 1"),
+        ("POST", "/similar", {"content": "x", "excerpts": 1}, 400, "must be true or false"),
         ("POST", "/similar", b"x" * 5000, 413, "over the limit"),
         ("POST", "/fold", {"items": ["u"] * 11}, 400, "over the limit of 10"),
         ("POST", "/fold", {"items": [3]}, 400, "items[0] must be a URL"),
