@@ -144,8 +144,9 @@ def _serve_while_running(
     if args.http is None:
         return None
     source = LiveState(state)
-    service = Service(source, args.http, args.api_token).start()
-    sys.setswitchinterval(QUERY_SWITCH_INTERVAL)
+    service = Service(
+        source, args.http, args.api_token, query_switch_interval=QUERY_SWITCH_INTERVAL
+    ).start()
     stack.callback(source.detach, "the run has ended")
     stack.callback(service.stop)
     service.announce()

@@ -4,6 +4,9 @@ endpoint gives the CLI's answer, and every bad request a JSON 4xx."""
 from __future__ import annotations
 
 import socket
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -252,3 +255,37 @@ def test_a_silent_client_does_not_hold_up_the_others(service: Service) -> None:
     with socket.create_connection((host, int(port))) as silent:
         silent.sendall(b"POST /api/v1/similar HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")
         assert call(service.url + API + "/stats").status == 200
+
+
+class _Watched(LiveState):
+    """A live state that notes the interpreter's switch interval whenever it is read."""
+
+    def __init__(self, state: State) -> None:
+        super().__init__(state)
+        self.intervals: list[float] = []
+
+    @contextmanager
+    def reading(self) -> Iterator[State]:
+        self.intervals.append(sys.getswitchinterval())
+        with super().reading() as state:
+            yield state
+
+
+def test_the_switch_interval_is_short_only_while_a_query_is_answered(swept_state: State) -> None:
+    """A runtime's service lowers the switch interval for its queries (they wait for the
+    detector's lock at each read) and gives it back after; a scrape does not lower it."""
+    before = sys.getswitchinterval()
+    source = _Watched(swept_state)
+    running = Service(source, interval=60.0, query_switch_interval=before / 8).start()
+    try:
+        assert call(running.url + "/metrics").status == 200
+        assert source.intervals and set(source.intervals) == {before}
+        source.intervals.clear()
+        assert _post(running, "/similar", {"content": "a few words"})["matches"] == []
+        assert source.intervals == [before / 8]
+        assert sys.getswitchinterval() == before
+        with running.answering, running.answering:  # two at once: lowered until both end
+            assert sys.getswitchinterval() == before / 8
+        assert sys.getswitchinterval() == before
+    finally:
+        running.stop()
