@@ -29,7 +29,7 @@ from rocksdict import (
 
 from .store import TABLES, Changes, Store, Table
 
-__all__ = ["RocksDBOptions", "RocksDBStore"]
+__all__ = ["FOLLOWER_OPTIONS", "RocksDBOptions", "RocksDBStore"]
 
 
 _MB = 1 << 20
@@ -148,6 +148,12 @@ class RocksDBOptions:
                     f"RocksDBOptions(hashed_tables[{table!r}]={key_length!r}): give the "
                     "table's key length in bytes, a positive integer"
                 )
+
+
+#: a follower's tuning (``neardup serve``): it only answers queries, whose reads are random
+#: sketches and posting lists all over the state; a block cache of 256 MB keeps them decoded
+#: (a 100k-document state answers a third more queries a second than with 32 MB)
+FOLLOWER_OPTIONS = RocksDBOptions(block_cache_bytes=256 * _MB)
 
 
 def _options(

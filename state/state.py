@@ -16,7 +16,7 @@ from .key_filter import KeyFilter
 from .memory import MemoryStore
 from .meta import Counters, LogOffsets, check_or_store_settings
 from .postings import INDEX_TABLES, IndexTable, PostingIndex, read_key_filter
-from .rocksdb import RocksDBStore
+from .rocksdb import FOLLOWER_OPTIONS, RocksDBOptions, RocksDBStore
 from .store import Store
 from .transaction import Transaction
 
@@ -99,11 +99,12 @@ class State:
             raise
 
     @classmethod
-    def follow(cls, path: str | os.PathLike[str]) -> State:
+    def follow(cls, path: str | os.PathLike[str], options: RocksDBOptions | None = None) -> State:
         """A reader of the RocksDB state in ``path``, which another process may be writing
         (``neardup serve``): ``catch_up`` shows what it wrote since. A directory that holds
-        no state is an error; a reader never creates one."""
-        store = RocksDBStore(path, follow=True)
+        no state is an error; a reader never creates one. ``options``: by default, those
+        of ``FOLLOWER_OPTIONS``."""
+        store = RocksDBStore(path, FOLLOWER_OPTIONS if options is None else options, True)
         try:
             if store.get("meta", b"settings") is None:
                 raise StateError(f"{path} holds no neardup state (it has no stored settings)")
