@@ -15,9 +15,10 @@ first keys of an ordered read.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from .codec import ClusterInfo, decode_id, encode_id, fetched_at_from_micros
+from .committed import CachedTable, CacheView, CommittedCache
 from .documents import Documents
 from .meta import Counters
 from .transaction import Transaction
@@ -38,34 +39,86 @@ def _size_key(size: int, root: int) -> bytes:
     return (_INVERTED - size).to_bytes(8, "big") + encode_id(root)
 
 
+def _count(changes: dict[str, int], kept_size: int, retired_size: int, size: int) -> None:
+    """The changes a merge makes to the gauges a scrape reads instead of the tables:
+    clusters of two or more, the documents in them, and clusters per size class."""
+    changes["clusters"] = changes.get("clusters", 0) + 1 - (kept_size > 1) - (retired_size > 1)
+    joined = (kept_size == 1) + (retired_size == 1)
+    changes["documents_in_clusters"] = changes.get("documents_in_clusters", 0) + joined
+    for old in (kept_size, retired_size):
+        if old > 1:
+            name = f"cluster_sizes:{size_class(old)}"
+            changes[name] = changes.get(name, 0) - 1
+    name = f"cluster_sizes:{size_class(size)}"
+    changes[name] = changes.get(name, 0) + 1
+
+
+def _parent_entry(raw: bytes | None) -> tuple[int, int | None] | None:
+    if raw is None:
+        return None
+    return decode_id(raw[:8]), decode_id(raw[8:]) if len(raw) == 16 else None
+
+
+def _decoded_id(raw: bytes | None) -> int | None:
+    return None if raw is None else decode_id(raw)
+
+
+def _cluster_info(raw: bytes | None) -> tuple[int, int] | None:
+    return None if raw is None else ClusterInfo.unpack(raw)
+
+
 class Clusters:
-    def __init__(self, tx: Transaction, documents: Documents) -> None:
+    def __init__(
+        self, tx: Transaction, documents: Documents, cache: CacheView | None = None
+    ) -> None:
         self._tx = tx
         self._documents = documents
         self._counters = Counters(tx)
+        cache = cache or CommittedCache(0).view()
+        store = tx.store
+        # decoded: a parent and, for a member, the next member of its ring (see _next)
+        self._parents: CachedTable[tuple[int, int | None]] = cache.table(
+            "parents", lambda doc_id: _parent_entry(store.get("parents", encode_id(doc_id)))
+        )
+        self._ring: CachedTable[int] = cache.table(
+            "ring", lambda root: _decoded_id(store.get("ring", encode_id(root)))
+        )
+        # (size, root's fetched_at in microseconds) of a cluster of two or more
+        self._infos: CachedTable[tuple[int, int]] = cache.table(
+            "clusters", lambda root: _cluster_info(store.get("clusters", encode_id(root)))
+        )
 
-    def _parent(self, doc_id: int) -> int | None:
-        raw = self._tx.get("parents", encode_id(doc_id))
-        return None if raw is None else decode_id(raw[:8])
+    def add_singles(self, doc_ids: Iterable[int]) -> None:
+        """Documents the state has never held, each in a cluster of its own: they have no
+        entry in the union-find tables, which union-find then need not look up (nothing is
+        written)."""
+        absent = dict.fromkeys(doc_ids)
+        self._parents.put_many(absent)
+        self._ring.put_many(absent)
+        self._infos.put_many(absent)
 
     def find(self, doc_id: int) -> int:
         """The root (cluster id) of a document's cluster."""
+        parents = self._parents
         path = []
         node = doc_id
-        while (parent := self._parent(node)) is not None:
-            path.append(node)
-            node = parent
-        for visited in path[:-1]:  # the last one already points at the root
-            key = encode_id(visited)
-            ring_next = (self._tx.get("parents", key) or b"")[8:]  # kept: see _next
-            self._tx.put("parents", key, encode_id(node) + ring_next)
+        while (entry := parents.get(node)) is not None:
+            path.append((node, entry))
+            node = entry[0]
+        for visited, (_, ring_next) in path[:-1]:  # the last one already points at the root
+            self._put_parent(visited, node, ring_next)  # the ring's next is kept: see _next
         return node
+
+    def _put_parent(self, doc_id: int, parent: int, ring_next: int | None) -> None:
+        raw = encode_id(parent) if ring_next is None else encode_id(parent) + encode_id(ring_next)
+        self._tx.put("parents", encode_id(doc_id), raw)
+        self._parents.put(doc_id, (parent, ring_next))
 
     def _size_and_time(self, root: int) -> tuple[int, int]:
         """(size, root's fetched_at in microseconds): ``info`` without formatting the time."""
-        raw = self._tx.get("clusters", encode_id(root))
-        if raw is not None:
-            return ClusterInfo.unpack(raw)
+        found = self._infos.get(root)
+        if found is not None:
+            return found
         return 1, self._documents.fetched_micros(root)
 
     def info(self, root: int) -> ClusterInfo:
@@ -77,38 +130,48 @@ class Clusters:
         microseconds order as the fixed-width fetched_at strings do."""
         return (self._size_and_time(root)[1], root)
 
-    def merge(self, survivor: int, retired: int) -> int:
-        """Join the cluster rooted at ``retired`` into ``survivor``'s; returns the new size."""
+    def merge(self, survivor: int, retired: int, gauges: dict[str, int] | None = None) -> int:
+        """Join the cluster rooted at ``retired`` into ``survivor``'s (both roots, as ``find``
+        gives them); returns the new size.
+        ``gauges``: where to add the changes of the cluster gauges, for the caller to add to
+        the counters once for many merges (by default they are added at once)."""
         kept_size, kept_time = self._size_and_time(survivor)
         if survivor == retired:
             return kept_size
-        retired_size = self._size_and_time(retired)[0]
+        retired_info = self._infos.get(retired)
+        retired_size = 1 if retired_info is None else retired_info[0]
         size = kept_size + retired_size
-        # splice the two member rings: next(survivor) <-> next(retired)
-        after_survivor, after_retired = self._next(survivor), self._next(retired)
-        self._tx.put("parents", encode_id(retired), encode_id(survivor) + encode_id(after_survivor))
-        self._tx.delete("ring", encode_id(retired))
-        self._tx.put("ring", encode_id(survivor), encode_id(after_retired))
-        self._tx.delete("clusters", encode_id(retired))
-        self._tx.put("clusters", encode_id(survivor), ClusterInfo.pack(size, kept_time))
+        # splice the two member rings: next(survivor) <-> next(retired); a root's next is in
+        # ``ring`` (a root has no parent), or it is a ring of one
+        after_survivor = self._ring.get(survivor)
+        retired_next = self._ring.get(retired)
+        tx = self._tx
+        survivor_key, retired_key = encode_id(survivor), encode_id(retired)
+        after = survivor if after_survivor is None else after_survivor
+        tx.put("parents", retired_key, survivor_key + encode_id(after))
+        self._parents.put(retired, (survivor, after))
+        if retired_next is not None:  # no tombstones for what a single document never had
+            tx.delete("ring", retired_key)
+            self._ring.put(retired, None)
+        after_retired = retired if retired_next is None else retired_next
+        tx.put("ring", survivor_key, encode_id(after_retired))
+        self._ring.put(survivor, after_retired)
+        if retired_info is not None:
+            tx.delete("clusters", retired_key)
+            self._infos.put(retired, None)
+        tx.put("clusters", survivor_key, ClusterInfo.pack(size, kept_time))
+        self._infos.put(survivor, (size, kept_time))
         for root, old in ((survivor, kept_size), (retired, retired_size)):
             if old > 1:
-                self._tx.delete("sizes", _size_key(old, root))
-        self._tx.put("sizes", _size_key(size, survivor), _PRESENT)
-        self._count(kept_size, retired_size, size)
+                tx.delete("sizes", _size_key(old, root))
+        tx.put("sizes", _size_key(size, survivor), _PRESENT)
+        if gauges is None:
+            changes: dict[str, int] = {}
+            _count(changes, kept_size, retired_size, size)
+            self._counters.add_many(changes)
+        else:
+            _count(gauges, kept_size, retired_size, size)
         return size
-
-    def _count(self, kept_size: int, retired_size: int, size: int) -> None:
-        """The gauges a scrape reads instead of the tables: clusters of two or more, the
-        documents in them, and clusters per size class."""
-        changes: dict[str, int] = defaultdict(int)
-        changes["clusters"] = 1 - (kept_size > 1) - (retired_size > 1)
-        changes["documents_in_clusters"] = (kept_size == 1) + (retired_size == 1)
-        for old in (kept_size, retired_size):
-            if old > 1:
-                changes[f"cluster_sizes:{size_class(old)}"] -= 1
-        changes[f"cluster_sizes:{size_class(size)}"] += 1
-        self._counters.add_many(changes)
 
     def size_classes(self) -> dict[int, int]:
         """Clusters of two or more per size class (``size_class``), from stored counters."""
@@ -123,12 +186,11 @@ class Clusters:
         """The member after ``doc_id`` in its cluster's ring. A member that has a parent keeps
         it beside the parent (one entry per document, not two); a root, in ``ring``; a single
         document is a ring of one."""
-        key = encode_id(doc_id)
-        raw = self._tx.get("parents", key)
-        if raw is not None and len(raw) == 16:
-            return decode_id(raw[8:])
-        ringed = self._tx.get("ring", key)
-        return doc_id if ringed is None else decode_id(ringed)
+        entry = self._parents.get(doc_id)
+        if entry is not None and entry[1] is not None:
+            return entry[1]
+        ringed = self._ring.get(doc_id)
+        return doc_id if ringed is None else ringed
 
     def members_of(
         self, root: int, after: int | None = None, limit: int | None = None

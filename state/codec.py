@@ -93,17 +93,22 @@ class DocRecord:
     sketch: npt.NDArray[np.uint32]
     duplicate_of: int = 0
 
-    def encode(self) -> bytes:
-        url = self.url.encode("utf-8")
-        head = _DOC_HEAD.pack(
-            _VERSION,
-            1 if self.duplicate_of else 0,
-            fetched_at_to_micros(self.fetched_at),
-            self.shingle_count,
-            self.duplicate_of,
-            len(url),
+    def encode(self, micros: int | None = None) -> bytes:
+        """``micros``: ``fetched_at`` in microseconds, when the caller has it already."""
+        if micros is None:
+            micros = fetched_at_to_micros(self.fetched_at)
+        head = self.encode_head(self.url, micros, self.shingle_count, self.duplicate_of)
+        return head + pack_sample(self.sketch)
+
+    @staticmethod
+    def encode_head(url: str, micros: int, shingle_count: int, duplicate_of: int) -> bytes:
+        """A record without its sketch: the whole record of one that keeps none."""
+        raw_url = url.encode("utf-8")
+        flags = 1 if duplicate_of else 0
+        return (
+            _DOC_HEAD.pack(_VERSION, flags, micros, shingle_count, duplicate_of, len(raw_url))
+            + raw_url
         )
-        return head + url + pack_sample(self.sketch)
 
     @classmethod
     def decode(cls, raw: bytes) -> DocRecord:
@@ -145,6 +150,8 @@ class DocRecord:
 
 def pack_sample(values: npt.NDArray[np.uint32]) -> bytes:
     """A sketch's values as stored: 32-bit little-endian."""
+    if not values.size:  # a twin's or the union stage's record: no numpy call per document
+        return b""
     return values.astype("<u4").tobytes()
 
 

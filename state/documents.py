@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
 
 from .codec import (
@@ -15,6 +16,7 @@ from .codec import (
     fetched_at_from_micros,
     fetched_at_to_micros,
 )
+from .committed import CachedTable, CacheView, CommittedCache
 from .transaction import Transaction
 
 __all__ = ["Documents", "FingerprintKind", "FingerprintTable", "Seen", "UrlHistory"]
@@ -22,11 +24,20 @@ __all__ = ["Documents", "FingerprintKind", "FingerprintTable", "Seen", "UrlHisto
 _VERSION_ENTRY = struct.Struct(">qQ")  # fetched_at micros, doc id
 
 
+#: a document's url, fetched_at and fetched_at in microseconds: what events and cluster ages
+#: read of a document, decoded once (fetched_at as given to ``put``: ``ref`` formats it)
+Head = tuple[str, str, int]
+
+
 class Documents:
     """doc id -> DocRecord."""
 
-    def __init__(self, tx: Transaction) -> None:
+    def __init__(self, tx: Transaction, cache: CacheView | None = None) -> None:
         self._tx = tx
+        store = tx.store
+        self._heads: CachedTable[Head] = (cache or CommittedCache(0).view()).table(
+            "heads", lambda doc_id: _head(store.get("docs", encode_id(doc_id)))
+        )
 
     def get(self, doc_id: int) -> DocRecord | None:
         raw = self._tx.get("docs", encode_id(doc_id))
@@ -44,18 +55,38 @@ class Documents:
     def exists(self, doc_id: int) -> bool:
         return self._tx.get("docs", encode_id(doc_id)) is not None
 
-    def put(self, doc_id: int, record: DocRecord) -> None:
-        self._tx.put("docs", encode_id(doc_id), record.encode())
+    def put(self, doc_id: int, record: DocRecord, micros: int | None = None) -> None:
+        """``micros``: the record's fetched_at in microseconds, when the caller has it."""
+        if micros is None:
+            micros = fetched_at_to_micros(record.fetched_at)
+        self._tx.put("docs", encode_id(doc_id), record.encode(micros))
+        self._put_head(doc_id, record.url, record.fetched_at, micros)
+
+    def put_unsketched(
+        self, doc_id: int, url: str, fetched_at: str, micros: int, count: int, duplicate_of: int
+    ) -> None:
+        """``put`` of a record that keeps no sketch (the union stage's: the shards keep
+        them), without making the record."""
+        raw = DocRecord.encode_head(url, micros, count, duplicate_of)
+        self._tx.put("docs", encode_id(doc_id), raw)
+        self._put_head(doc_id, url, fetched_at, micros)
+
+    def _put_head(self, doc_id: int, url: str, fetched_at: str, micros: int) -> None:
+        self._heads.put(doc_id, (url, fetched_at, micros))
 
     def ref(self, doc_id: int) -> StoredRef | None:
         """The url and fetched_at of a stored document, without decoding its sketch."""
-        raw = self._tx.get("docs", encode_id(doc_id))
-        return None if raw is None else DocRecord.decode_ref(raw)
+        head = self._heads.get(doc_id)
+        if head is None:
+            return None
+        url, fetched_at, micros = head
+        formatted = _formatted(fetched_at)
+        return StoredRef(url, fetched_at_from_micros(micros) if formatted is None else formatted)
 
     def fetched_micros(self, doc_id: int) -> int:
         """A document's fetched_at in microseconds (``NO_TIME`` when missing or unknown)."""
-        raw = self._tx.get("docs", encode_id(doc_id))
-        return NO_TIME if raw is None else DocRecord.decode_head(raw)[0]
+        head = self._heads.get(doc_id)
+        return NO_TIME if head is None else head[2]
 
     def owner_id(self, doc_id: int) -> int | None:
         """``sketch_owner``'s document id alone, without decoding records."""
@@ -84,6 +115,31 @@ class Documents:
         """Every stored document (committed state only) as (id, its url and fetched_at), by id."""
         for key, raw in self._tx.store.items("docs"):
             yield decode_id(key), DocRecord.decode_ref(raw)
+
+
+def _head(raw: bytes | None) -> Head | None:
+    if raw is None:
+        return None
+    micros = DocRecord.decode_head(raw)[0]
+    url, fetched_at = DocRecord.decode_ref(raw)
+    return url, fetched_at, micros
+
+
+#: a UTC time with a fraction of at most microseconds, as crawlers write them
+_PLAIN_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(\d{1,6}))?Z", re.ASCII)
+
+
+def _formatted(fetched_at: str) -> str | None:
+    """``fetched_at`` as decoding a stored record gives it back (``format_fetched_at``),
+    when a padding of its fraction says so; None for other forms (offsets), which
+    ``ref`` formats from the microseconds instead."""
+    if not fetched_at:
+        return fetched_at
+    plain = _PLAIN_UTC.fullmatch(fetched_at)
+    if plain is None:
+        return None
+    fraction = plain.group(1) or ""
+    return f"{fetched_at[:19]}.{fraction.ljust(6, '0')}Z"
 
 
 class FingerprintKind(IntEnum):
@@ -164,10 +220,18 @@ class UrlHistory:
         ]
 
     def add(self, url: str, fetched_at: str, doc_id: int) -> None:
-        key = url.encode("utf-8")
-        entry = _VERSION_ENTRY.pack(fetched_at_to_micros(fetched_at), doc_id)
-        raw = self._tx.get("urls", key)
-        if raw is not None:  # versions in time order, each once
-            known = set(_VERSION_ENTRY.iter_unpack(raw)) | {_VERSION_ENTRY.unpack(entry)}
-            entry = b"".join(_VERSION_ENTRY.pack(m, d) for m, d in sorted(known))
-        self._tx.put("urls", key, entry)
+        self.add_many([(url, fetched_at_to_micros(fetched_at), doc_id)])
+
+    def add_many(self, versions: Sequence[tuple[str, int, int]]) -> None:
+        """``add`` of (url, fetched_at in microseconds, doc id) of each of a batch's
+        documents, in order, with the batch's histories read at once."""
+        keys = [url.encode("utf-8") for url, _, _ in versions]
+        known = dict(zip(keys, self._tx.get_many("urls", keys), strict=True))
+        for key, (_, micros, doc_id) in zip(keys, versions, strict=True):
+            entry = _VERSION_ENTRY.pack(micros, doc_id)
+            raw = known[key]
+            if raw is not None:  # versions in time order, each once
+                entries = set(_VERSION_ENTRY.iter_unpack(raw)) | {(micros, doc_id)}
+                entry = b"".join(_VERSION_ENTRY.pack(m, d) for m, d in sorted(entries))
+            known[key] = entry  # a url twice in a batch: the second sees the first
+            self._tx.put("urls", key, entry)
