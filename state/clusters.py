@@ -14,10 +14,18 @@ first keys of an ordered read.
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
-from .codec import ClusterInfo, decode_id, encode_id, fetched_at_from_micros
+from .codec import (
+    CLUSTER_LAYOUT,
+    VERSION,
+    ClusterInfo,
+    decode_id,
+    encode_id,
+    fetched_at_from_micros,
+)
 from .committed import CachedTable, CacheView, CommittedCache
 from .documents import Documents
 from .meta import Counters
@@ -27,6 +35,8 @@ __all__ = ["Clusters", "size_class"]
 
 _INVERTED = (1 << 64) - 1
 _PRESENT = b"\x01"  # stored values are never empty
+_CLUSTER_INFO = CLUSTER_LAYOUT.pack  # ClusterInfo.pack, without a Python call around it
+_VERSION = VERSION
 
 
 def size_class(size: int) -> int:
@@ -34,23 +44,29 @@ def size_class(size: int) -> int:
     return size.bit_length() - 1
 
 
+_SIZE_KEY = struct.Struct(">QQ")
+#: the counter of each size class, named once (a merge counts two or three)
+_CLASS_COUNTERS = tuple(f"cluster_sizes:{number}" for number in range(65))
+
+
 def _size_key(size: int, root: int) -> bytes:
     """Larger clusters first, then smaller ids."""
-    return (_INVERTED - size).to_bytes(8, "big") + encode_id(root)
+    return _SIZE_KEY.pack(_INVERTED - size, root)
 
 
 def _count(changes: dict[str, int], kept_size: int, retired_size: int, size: int) -> None:
     """The changes a merge makes to the gauges a scrape reads instead of the tables:
     clusters of two or more, the documents in them, and clusters per size class."""
-    changes["clusters"] = changes.get("clusters", 0) + 1 - (kept_size > 1) - (retired_size > 1)
+    get = changes.get
+    changes["clusters"] = get("clusters", 0) + 1 - (kept_size > 1) - (retired_size > 1)
     joined = (kept_size == 1) + (retired_size == 1)
-    changes["documents_in_clusters"] = changes.get("documents_in_clusters", 0) + joined
+    changes["documents_in_clusters"] = get("documents_in_clusters", 0) + joined
     for old in (kept_size, retired_size):
         if old > 1:
-            name = f"cluster_sizes:{size_class(old)}"
-            changes[name] = changes.get(name, 0) - 1
-    name = f"cluster_sizes:{size_class(size)}"
-    changes[name] = changes.get(name, 0) + 1
+            name = _CLASS_COUNTERS[old.bit_length() - 1]  # size_class
+            changes[name] = get(name, 0) - 1
+    name = _CLASS_COUNTERS[size.bit_length() - 1]
+    changes[name] = get(name, 0) + 1
 
 
 def _parent_entry(raw: bytes | None) -> tuple[int, int | None] | None:
@@ -100,6 +116,11 @@ class Clusters:
     def find(self, doc_id: int) -> int:
         """The root (cluster id) of a document's cluster."""
         parents = self._parents
+        entry = parents.get(doc_id)
+        if entry is None:
+            return doc_id
+        if parents.get(entry[0]) is None:  # most finds: a root, or a member of one
+            return entry[0]
         path = []
         node = doc_id
         while (entry := parents.get(node)) is not None:
@@ -132,45 +153,69 @@ class Clusters:
 
     def merge(self, survivor: int, retired: int, gauges: dict[str, int] | None = None) -> int:
         """Join the cluster rooted at ``retired`` into ``survivor``'s (both roots, as ``find``
-        gives them); returns the new size.
-        ``gauges``: where to add the changes of the cluster gauges, for the caller to add to
-        the counters once for many merges (by default they are added at once)."""
-        kept_size, kept_time = self._size_and_time(survivor)
+        gives them); returns the new size. ``gauges``: where to add the changes of the
+        cluster gauges, for the caller to add to the counters once for many merges (by
+        default they are added at once)."""
+        if gauges is None:
+            changes: dict[str, int] = {}
+            size = self._merge(survivor, retired, changes)
+            self._counters.add_many(changes)
+            return size
+        return self._merge(survivor, retired, gauges)
+
+    def join(
+        self, doc_id: int, matches: Iterable[int], gauges: dict[str, int]
+    ) -> tuple[int, int, list[tuple[int, int]]]:
+        """Join a document new to the state (``add_singles``) with the clusters of its
+        ``matches``: the oldest cluster (``age``) keeps its id. Returns that id, the size once
+        the document joined, and each other cluster merged into it, oldest first, with the
+        size after it; ``gauges`` as for ``merge``."""
+        roots = {self.find(match) for match in matches}
+        ordered = sorted(roots, key=self.age) if len(roots) > 1 else list(roots)
+        survivor = ordered[0]
+        size = self._merge(survivor, doc_id, gauges)
+        return survivor, size, [(root, self._merge(survivor, root, gauges)) for root in ordered[1:]]
+
+    def _merge(self, survivor: int, retired: int, gauges: dict[str, int]) -> int:
+        infos, ring = self._infos, self._ring
+        kept = infos.get(survivor)
+        kept_size, kept_time = (
+            (1, self._documents.fetched_micros(survivor)) if kept is None else kept
+        )
         if survivor == retired:
             return kept_size
-        retired_info = self._infos.get(retired)
+        retired_info = infos.get(retired)
         retired_size = 1 if retired_info is None else retired_info[0]
         size = kept_size + retired_size
         # splice the two member rings: next(survivor) <-> next(retired); a root's next is in
         # ``ring`` (a root has no parent), or it is a ring of one
-        after_survivor = self._ring.get(survivor)
-        retired_next = self._ring.get(retired)
-        tx = self._tx
-        survivor_key, retired_key = encode_id(survivor), encode_id(retired)
+        after_survivor = ring.get(survivor)
         after = survivor if after_survivor is None else after_survivor
-        tx.put("parents", retired_key, survivor_key + encode_id(after))
-        self._parents.put(retired, (survivor, after))
-        if retired_next is not None:  # no tombstones for what a single document never had
-            tx.delete("ring", retired_key)
-            self._ring.put(retired, None)
+        retired_next = ring.get(retired)
         after_retired = retired if retired_next is None else retired_next
-        tx.put("ring", survivor_key, encode_id(after_retired))
-        self._ring.put(survivor, after_retired)
+        survivor_key, retired_key = encode_id(survivor), encode_id(retired)
+        writes = self._tx.writes
+        writes("parents")[retired_key] = survivor_key + encode_id(after)
+        self._parents.put(retired, (survivor, after))
+        ring_writes = writes("ring")
+        if retired_next is not None:  # no tombstones for what a single document never had
+            ring_writes[retired_key] = None
+            ring.put(retired, None)
+        ring_writes[survivor_key] = encode_id(after_retired)
+        ring.put(survivor, after_retired)
+        info_writes = writes("clusters")
         if retired_info is not None:
-            tx.delete("clusters", retired_key)
-            self._infos.put(retired, None)
-        tx.put("clusters", survivor_key, ClusterInfo.pack(size, kept_time))
-        self._infos.put(survivor, (size, kept_time))
-        for root, old in ((survivor, kept_size), (retired, retired_size)):
-            if old > 1:
-                tx.delete("sizes", _size_key(old, root))
-        tx.put("sizes", _size_key(size, survivor), _PRESENT)
-        if gauges is None:
-            changes: dict[str, int] = {}
-            _count(changes, kept_size, retired_size, size)
-            self._counters.add_many(changes)
-        else:
-            _count(gauges, kept_size, retired_size, size)
+            info_writes[retired_key] = None
+            infos.put(retired, None)
+        info_writes[survivor_key] = _CLUSTER_INFO(_VERSION, size, kept_time)
+        infos.put(survivor, (size, kept_time))
+        size_writes = writes("sizes")
+        if kept_size > 1:
+            size_writes[_size_key(kept_size, survivor)] = None
+        if retired_size > 1:
+            size_writes[_size_key(retired_size, retired)] = None
+        size_writes[_size_key(size, survivor)] = _PRESENT
+        _count(gauges, kept_size, retired_size, size)
         return size
 
     def size_classes(self) -> dict[int, int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -14,11 +14,13 @@ from neardup.core import Samples, StateError
 from neardup.core.records import format_fetched_at
 
 __all__ = [
+    "CLUSTER_LAYOUT",
     "CONTAINMENT_ENTRY",
     "MAX_POSITION",
     "NO_TIME",
     "SHORT_ENTRY",
     "SUPER_ENTRY",
+    "VERSION",
     "ClusterInfo",
     "DocRecord",
     "EntryLayout",
@@ -37,15 +39,20 @@ _DOC_HEAD = struct.Struct(
     "<BBqIQH"
 )  # version, flags, fetched_at micros, shingle count, duplicate of, url length
 _CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
+#: what ``ClusterInfo.pack`` packs (version, size, root's fetched_at in microseconds), for
+#: union-find to pack without a Python call around it
+CLUSTER_LAYOUT = _CLUSTER
 _STOP_MARK = b"\xff\xff"  # + 8 bytes: 10, a length no list of entries has
 MAX_POSITION = 255
 _VERSION = 1
+VERSION = _VERSION  # of every stored layout
 NO_TIME = -(2**63)  # the micros of a missing fetched_at: older than any time
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def encode_id(doc_id: int) -> bytes:
-    return _ID.pack(doc_id)
+#: a doc id as a key; the struct's own method, without a Python call around it: union-find
+#: and the indexes encode ids by the hundred thousand
+encode_id: Callable[[int], bytes] = _ID.pack
 
 
 def decode_id(raw: bytes) -> int:

@@ -88,34 +88,36 @@ class CachedTable(Generic[V]):
         self._name = name
         self._shared = cache.table(name)
         self._load = load
+        #: this view's writes, which its commit passes on to the cache
         self.written: dict[int, V | None] = {}
-        self._read: dict[int, V | None] = {}
+        #: what this view knows: its writes, and what it read
+        self._known: dict[int, V | None] = {}
 
     def get(self, key: int) -> V | None:
-        value: V | None = self.written.get(key, _UNKNOWN)
+        value: V | None = self._known.get(key, _UNKNOWN)
         if value is _UNKNOWN:
-            value = self._read.get(key, _UNKNOWN)
+            value = self._shared.get(key, _UNKNOWN)
             if value is _UNKNOWN:
-                value = self._shared.get(key, _UNKNOWN)
-                if value is _UNKNOWN:
-                    generation = self._cache.generation
-                    value = self._load(key)
-                    self._cache.fill(self._name, key, value, generation)
-                self._read[key] = value
+                generation = self._cache.generation
+                value = self._load(key)
+                self._cache.fill(self._name, key, value, generation)
+            self._known[key] = value
         return value
 
     def put(self, key: int, value: V | None) -> None:
         """``value`` None: the key was deleted."""
         self.written[key] = value
+        self._known[key] = value
 
     def put_many(self, values: dict[int, V | None]) -> None:
         self.written.update(values)
+        self._known.update(values)
 
     def clear(self) -> None:
         """Forget this view's reads and writes (its transaction committed: as the
         transaction's own cache, reads start again from what is committed)."""
         self.written = {}
-        self._read = {}
+        self._known = {}
 
 
 class CacheView:

@@ -60,19 +60,18 @@ class Documents:
         if micros is None:
             micros = fetched_at_to_micros(record.fetched_at)
         self._tx.put("docs", encode_id(doc_id), record.encode(micros))
-        self._put_head(doc_id, record.url, record.fetched_at, micros)
+        self._heads.put(doc_id, (record.url, record.fetched_at, micros))
 
-    def put_unsketched(
-        self, doc_id: int, url: str, fetched_at: str, micros: int, count: int, duplicate_of: int
-    ) -> None:
-        """``put`` of a record that keeps no sketch (the union stage's: the shards keep
-        them), without making the record."""
-        raw = DocRecord.encode_head(url, micros, count, duplicate_of)
-        self._tx.put("docs", encode_id(doc_id), raw)
-        self._put_head(doc_id, url, fetched_at, micros)
-
-    def _put_head(self, doc_id: int, url: str, fetched_at: str, micros: int) -> None:
-        self._heads.put(doc_id, (url, fetched_at, micros))
+    def put_unsketched(self, records: Iterable[tuple[int, str, str, int, int, int]]) -> None:
+        """``put`` of records that keep no sketch (the union stage's: the shards keep them),
+        each (doc id, url, fetched_at, its microseconds, shingle count, duplicate of), without
+        making the records."""
+        writes = self._tx.writes("docs")
+        encode = DocRecord.encode_head
+        heads = self._heads
+        for doc_id, url, fetched_at, micros, count, duplicate_of in records:
+            writes[encode_id(doc_id)] = encode(url, micros, count, duplicate_of)
+            heads.put(doc_id, (url, fetched_at, micros))
 
     def ref(self, doc_id: int) -> StoredRef | None:
         """The url and fetched_at of a stored document, without decoding its sketch."""
@@ -227,11 +226,13 @@ class UrlHistory:
         documents, in order, with the batch's histories read at once."""
         keys = [url.encode("utf-8") for url, _, _ in versions]
         known = dict(zip(keys, self._tx.get_many("urls", keys), strict=True))
+        writes = self._tx.writes("urls")
+        pack = _VERSION_ENTRY.pack
         for key, (_, micros, doc_id) in zip(keys, versions, strict=True):
-            entry = _VERSION_ENTRY.pack(micros, doc_id)
             raw = known[key]
-            if raw is not None:  # versions in time order, each once
+            if raw is None:
+                entry = pack(micros, doc_id)
+            else:  # versions in time order, each once
                 entries = set(_VERSION_ENTRY.iter_unpack(raw)) | {(micros, doc_id)}
-                entry = b"".join(_VERSION_ENTRY.pack(m, d) for m, d in sorted(entries))
-            known[key] = entry  # a url twice in a batch: the second sees the first
-            self._tx.put("urls", key, entry)
+                entry = b"".join(pack(m, d) for m, d in sorted(entries))
+            known[key] = writes[key] = entry  # a url twice in a batch: the second sees it

@@ -64,10 +64,10 @@ def union_stage(
     view.urls.add_many([(head.url, micros, head.doc_id) for head, _, micros in added])
     view.clusters.add_singles(head.doc_id for head, _, _ in added)
     if keep_records:
-        put = view.documents.put_unsketched
-        for head, admitted, micros in added:
-            twin = admitted.owner if isinstance(admitted, Twin) else 0
-            put(head.doc_id, head.url, head.fetched_at, micros, head.shingle_count, twin)
+        view.documents.put_unsketched(
+            (doc_id, url, fetched_at, micros, count, v.owner if isinstance(v, Twin) else 0)
+            for (doc_id, url, fetched_at, count), v, micros in added
+        )
     events: list[Event] = []
     gauges: dict[str, int] = {}
     for i, (head, verdict) in enumerate(zip(heads, verdicts, strict=True)):
@@ -187,17 +187,16 @@ def _join(
     """Union the new document with every match (doc id, method, estimate); the oldest matched
     cluster keeps its id. Only the best match is named, so only its record is read.
     ``gauges``: where the cluster gauges' changes add up, for the batch to count once."""
-    clusters = view.clusters
-    roots = {clusters.find(doc_id) for doc_id, _, _ in matches}
-    ordered = sorted(roots, key=clusters.age)
-    survivor = ordered[0]
-    size = clusters.merge(survivor, me.doc_id, gauges)
-    best_id, method, estimate = max(
-        matches, key=lambda m: (m[2].resemblance, m[2].containment, -m[0])
+    survivor, size, retired_sizes = view.clusters.join(
+        me.doc_id, [doc_id for doc_id, _, _ in matches], gauges
+    )
+    best_id, method, estimate = (
+        matches[0]
+        if len(matches) == 1
+        else max(matches, key=lambda m: (m[2].resemblance, m[2].containment, -m[0]))
     )
     merged: list[Event] = []
-    for retired in ordered[1:]:
-        size = clusters.merge(survivor, retired, gauges)
+    for retired, size in retired_sizes:
         merged.append(
             ClusterMerged(
                 survivor, retired, size, me, ref_of(view, survivor), ref_of(view, retired)
