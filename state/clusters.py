@@ -69,18 +69,42 @@ def _count(changes: dict[str, int], kept_size: int, retired_size: int, size: int
     changes[name] = get(name, 0) + 1
 
 
-def _parent_entry(raw: bytes | None) -> tuple[int, int | None] | None:
+# Cached values are ints, never tuples: an int is no object for the garbage collector to
+# follow, and a dict holding only ints is not followed at all, where a tuple per member made
+# every full collection walk the whole union-find (with a large state or process, those
+# passes cost more than the union stage's own work).
+_ID_BITS = 64
+_ID_MASK = (1 << _ID_BITS) - 1
+
+
+def _parent_entry(parent: int, ring_next: int | None) -> int:
+    """A parent and, for a member, the next member of its ring (see _next), as one int."""
+    return parent | (0 if ring_next is None else (ring_next + 1) << _ID_BITS)
+
+
+def _ring_next(entry: int) -> int | None:
+    """The next member kept beside a parent (``_parent_entry``), if any."""
+    return (entry >> _ID_BITS) - 1 if entry >> _ID_BITS else None
+
+
+def _info_entry(size: int, micros: int) -> int:
+    """A cluster's size and its root's fetched_at in microseconds (negative for none), as
+    one int: ``entry & _ID_MASK`` and ``entry >> _ID_BITS`` read them back."""
+    return (micros << _ID_BITS) | size
+
+
+def _load_parent(raw: bytes | None) -> int | None:
     if raw is None:
         return None
-    return decode_id(raw[:8]), decode_id(raw[8:]) if len(raw) == 16 else None
+    return _parent_entry(decode_id(raw[:8]), decode_id(raw[8:]) if len(raw) == 16 else None)
 
 
 def _decoded_id(raw: bytes | None) -> int | None:
     return None if raw is None else decode_id(raw)
 
 
-def _cluster_info(raw: bytes | None) -> tuple[int, int] | None:
-    return None if raw is None else ClusterInfo.unpack(raw)
+def _load_info(raw: bytes | None) -> int | None:
+    return None if raw is None else _info_entry(*ClusterInfo.unpack(raw))
 
 
 class Clusters:
@@ -92,16 +116,15 @@ class Clusters:
         self._counters = Counters(tx)
         cache = cache or CommittedCache(0).view()
         store = tx.store
-        # decoded: a parent and, for a member, the next member of its ring (see _next)
-        self._parents: CachedTable[tuple[int, int | None]] = cache.table(
-            "parents", lambda doc_id: _parent_entry(store.get("parents", encode_id(doc_id)))
+        self._parents: CachedTable[int] = cache.table(  # _parent_entry
+            "parents", lambda doc_id: _load_parent(store.get("parents", encode_id(doc_id)))
         )
         self._ring: CachedTable[int] = cache.table(
             "ring", lambda root: _decoded_id(store.get("ring", encode_id(root)))
         )
-        # (size, root's fetched_at in microseconds) of a cluster of two or more
-        self._infos: CachedTable[tuple[int, int]] = cache.table(
-            "clusters", lambda root: _cluster_info(store.get("clusters", encode_id(root)))
+        # of a cluster of two or more: _info_entry
+        self._infos: CachedTable[int] = cache.table(
+            "clusters", lambda root: _load_info(store.get("clusters", encode_id(root)))
         )
 
     def add_singles(self, doc_ids: Iterable[int]) -> None:
@@ -119,27 +142,28 @@ class Clusters:
         entry = parents.get(doc_id)
         if entry is None:
             return doc_id
-        if parents.get(entry[0]) is None:  # most finds: a root, or a member of one
-            return entry[0]
+        parent = entry & _ID_MASK
+        if parents.get(parent) is None:  # most finds: a root, or a member of one
+            return parent
         path = []
         node = doc_id
         while (entry := parents.get(node)) is not None:
             path.append((node, entry))
-            node = entry[0]
-        for visited, (_, ring_next) in path[:-1]:  # the last one already points at the root
-            self._put_parent(visited, node, ring_next)  # the ring's next is kept: see _next
+            node = entry & _ID_MASK
+        for visited, entry in path[:-1]:  # the last one already points at the root
+            self._put_parent(visited, node, _ring_next(entry))  # the ring's next is kept: see _next
         return node
 
     def _put_parent(self, doc_id: int, parent: int, ring_next: int | None) -> None:
         raw = encode_id(parent) if ring_next is None else encode_id(parent) + encode_id(ring_next)
         self._tx.put("parents", encode_id(doc_id), raw)
-        self._parents.put(doc_id, (parent, ring_next))
+        self._parents.put(doc_id, _parent_entry(parent, ring_next))
 
     def _size_and_time(self, root: int) -> tuple[int, int]:
         """(size, root's fetched_at in microseconds): ``info`` without formatting the time."""
         found = self._infos.get(root)
         if found is not None:
-            return found
+            return found & _ID_MASK, found >> _ID_BITS
         return 1, self._documents.fetched_micros(root)
 
     def info(self, root: int) -> ClusterInfo:
@@ -179,13 +203,14 @@ class Clusters:
     def _merge(self, survivor: int, retired: int, gauges: dict[str, int]) -> int:
         infos, ring = self._infos, self._ring
         kept = infos.get(survivor)
-        kept_size, kept_time = (
-            (1, self._documents.fetched_micros(survivor)) if kept is None else kept
-        )
+        if kept is None:
+            kept_size, kept_time = 1, self._documents.fetched_micros(survivor)
+        else:
+            kept_size, kept_time = kept & _ID_MASK, kept >> _ID_BITS
         if survivor == retired:
             return kept_size
         retired_info = infos.get(retired)
-        retired_size = 1 if retired_info is None else retired_info[0]
+        retired_size = 1 if retired_info is None else retired_info & _ID_MASK
         size = kept_size + retired_size
         # splice the two member rings: next(survivor) <-> next(retired); a root's next is in
         # ``ring`` (a root has no parent), or it is a ring of one
@@ -196,7 +221,7 @@ class Clusters:
         survivor_key, retired_key = encode_id(survivor), encode_id(retired)
         writes = self._tx.writes
         writes("parents")[retired_key] = survivor_key + encode_id(after)
-        self._parents.put(retired, (survivor, after))
+        self._parents.put(retired, _parent_entry(survivor, after))
         ring_writes = writes("ring")
         if retired_next is not None:  # no tombstones for what a single document never had
             ring_writes[retired_key] = None
@@ -208,7 +233,7 @@ class Clusters:
             info_writes[retired_key] = None
             infos.put(retired, None)
         info_writes[survivor_key] = _CLUSTER_INFO(_VERSION, size, kept_time)
-        infos.put(survivor, (size, kept_time))
+        infos.put(survivor, _info_entry(size, kept_time))
         size_writes = writes("sizes")
         if kept_size > 1:
             size_writes[_size_key(kept_size, survivor)] = None
@@ -232,8 +257,8 @@ class Clusters:
         it beside the parent (one entry per document, not two); a root, in ``ring``; a single
         document is a ring of one."""
         entry = self._parents.get(doc_id)
-        if entry is not None and entry[1] is not None:
-            return entry[1]
+        if entry is not None and entry >> _ID_BITS:
+            return (entry >> _ID_BITS) - 1
         ringed = self._ring.get(doc_id)
         return doc_id if ringed is None else ringed
 

@@ -21,12 +21,12 @@ from typing import Any, Generic, Literal, TypeVar
 
 __all__ = ["CACHE_ENTRIES", "CacheView", "CachedTable", "CommittedCache"]
 
-#: values kept per table at most; past it the older half goes. About 200 bytes an entry
-#: (a document head with its url, about 350): a bound on memory, not a working set, since
-#: the keys union-find reads again are mostly the recent documents' and clusters' roots
+#: values kept per table at most; past it the older half goes. About 100 bytes an entry
+#: (an int key and value; a url, the url's length more): a bound on memory, not a working
+#: set, since the keys union-find reads again are mostly recent documents and clusters' roots
 CACHE_ENTRIES = 1 << 16
 
-Name = Literal["parents", "ring", "clusters", "heads"]
+Name = Literal["parents", "ring", "clusters", "doc_urls", "doc_fetched", "doc_times"]
 V = TypeVar("V")
 
 _UNKNOWN: Any = object()  # not in a cache (None is a value: the key is absent from the store)

@@ -24,9 +24,8 @@ __all__ = ["Documents", "FingerprintKind", "FingerprintTable", "Seen", "UrlHisto
 _VERSION_ENTRY = struct.Struct(">qQ")  # fetched_at micros, doc id
 
 
-#: a document's url, fetched_at and fetched_at in microseconds: what events and cluster ages
-#: read of a document, decoded once (fetched_at as given to ``put``: ``ref`` formats it)
-Head = tuple[str, str, int]
+#: a document's id, url, fetched_at and shingle count (the union stage's ``DocHead``)
+Head = tuple[int, str, str, int]
 
 
 class Documents:
@@ -35,8 +34,18 @@ class Documents:
     def __init__(self, tx: Transaction, cache: CacheView | None = None) -> None:
         self._tx = tx
         store = tx.store
-        self._heads: CachedTable[Head] = (cache or CommittedCache(0).view()).table(
-            "heads", lambda doc_id: _head(store.get("docs", encode_id(doc_id)))
+        cache = cache or CommittedCache(0).view()
+        # what events name and cluster ages read of a document, decoded once: its url, its
+        # fetched_at (as given to ``put``: ``ref`` formats it) and that in microseconds.
+        # Strings and ints, no tuples: none is an object the garbage collector follows
+        self._urls: CachedTable[str] = cache.table(
+            "doc_urls", lambda doc_id: _ref_part(store.get("docs", encode_id(doc_id)), 0)
+        )
+        self._fetched: CachedTable[str] = cache.table(
+            "doc_fetched", lambda doc_id: _ref_part(store.get("docs", encode_id(doc_id)), 1)
+        )
+        self._times: CachedTable[int] = cache.table(
+            "doc_times", lambda doc_id: _micros(store.get("docs", encode_id(doc_id)))
         )
 
     def get(self, doc_id: int) -> DocRecord | None:
@@ -60,32 +69,39 @@ class Documents:
         if micros is None:
             micros = fetched_at_to_micros(record.fetched_at)
         self._tx.put("docs", encode_id(doc_id), record.encode(micros))
-        self._heads.put(doc_id, (record.url, record.fetched_at, micros))
+        self._urls.put(doc_id, record.url)
+        self._fetched.put(doc_id, record.fetched_at)
+        self._times.put(doc_id, micros)
 
-    def put_unsketched(self, records: Iterable[tuple[int, str, str, int, int, int]]) -> None:
+    def put_unsketched(
+        self, heads: Sequence[Head], micros: Sequence[int], duplicate_of: Sequence[int]
+    ) -> None:
         """``put`` of records that keep no sketch (the union stage's: the shards keep them),
-        each (doc id, url, fetched_at, its microseconds, shingle count, duplicate of), without
+        from the documents' heads, fetched_at in microseconds and twins (0: none), without
         making the records."""
         writes = self._tx.writes("docs")
         encode = DocRecord.encode_head
-        heads = self._heads
-        for doc_id, url, fetched_at, micros, count, duplicate_of in records:
-            writes[encode_id(doc_id)] = encode(url, micros, count, duplicate_of)
-            heads.put(doc_id, (url, fetched_at, micros))
+        doc_ids = [head[0] for head in heads]
+        self._urls.put_many({head[0]: head[1] for head in heads})
+        self._fetched.put_many({head[0]: head[2] for head in heads})
+        self._times.put_many(dict(zip(doc_ids, micros, strict=True)))
+        for (doc_id, url, _, count), time, twin in zip(heads, micros, duplicate_of, strict=True):
+            writes[encode_id(doc_id)] = encode(url, time, count, twin)
 
     def ref(self, doc_id: int) -> StoredRef | None:
         """The url and fetched_at of a stored document, without decoding its sketch."""
-        head = self._heads.get(doc_id)
-        if head is None:
+        url = self._urls.get(doc_id)
+        if url is None:
             return None
-        url, fetched_at, micros = head
-        formatted = _formatted(fetched_at)
-        return StoredRef(url, fetched_at_from_micros(micros) if formatted is None else formatted)
+        formatted = _formatted(self._fetched.get(doc_id) or "")
+        if formatted is None:
+            formatted = fetched_at_from_micros(self.fetched_micros(doc_id))
+        return StoredRef(url, formatted)
 
     def fetched_micros(self, doc_id: int) -> int:
         """A document's fetched_at in microseconds (``NO_TIME`` when missing or unknown)."""
-        head = self._heads.get(doc_id)
-        return NO_TIME if head is None else head[2]
+        micros = self._times.get(doc_id)
+        return NO_TIME if micros is None else micros
 
     def owner_id(self, doc_id: int) -> int | None:
         """``sketch_owner``'s document id alone, without decoding records."""
@@ -116,12 +132,12 @@ class Documents:
             yield decode_id(key), DocRecord.decode_ref(raw)
 
 
-def _head(raw: bytes | None) -> Head | None:
-    if raw is None:
-        return None
-    micros = DocRecord.decode_head(raw)[0]
-    url, fetched_at = DocRecord.decode_ref(raw)
-    return url, fetched_at, micros
+def _ref_part(raw: bytes | None, part: int) -> str | None:
+    return None if raw is None else DocRecord.decode_ref(raw)[part]
+
+
+def _micros(raw: bytes | None) -> int | None:
+    return None if raw is None else DocRecord.decode_head(raw)[0]
 
 
 #: a UTC time with a fraction of at most microseconds, as crawlers write them
@@ -219,20 +235,20 @@ class UrlHistory:
         ]
 
     def add(self, url: str, fetched_at: str, doc_id: int) -> None:
-        self.add_many([(url, fetched_at_to_micros(fetched_at), doc_id)])
+        self.add_many([url], [fetched_at_to_micros(fetched_at)], [doc_id])
 
-    def add_many(self, versions: Sequence[tuple[str, int, int]]) -> None:
-        """``add`` of (url, fetched_at in microseconds, doc id) of each of a batch's
-        documents, in order, with the batch's histories read at once."""
-        keys = [url.encode("utf-8") for url, _, _ in versions]
+    def add_many(self, urls: Sequence[str], micros: Sequence[int], doc_ids: Sequence[int]) -> None:
+        """``add`` of each of a batch's documents, in order, from their urls, fetched_at in
+        microseconds and ids, with the batch's histories read at once."""
+        keys = [url.encode("utf-8") for url in urls]
         known = dict(zip(keys, self._tx.get_many("urls", keys), strict=True))
         writes = self._tx.writes("urls")
         pack = _VERSION_ENTRY.pack
-        for key, (_, micros, doc_id) in zip(keys, versions, strict=True):
+        for key, time, doc_id in zip(keys, micros, doc_ids, strict=True):
             raw = known[key]
             if raw is None:
-                entry = pack(micros, doc_id)
+                entry = pack(time, doc_id)
             else:  # versions in time order, each once
-                entries = set(_VERSION_ENTRY.iter_unpack(raw)) | {(micros, doc_id)}
+                entries = set(_VERSION_ENTRY.iter_unpack(raw)) | {(time, doc_id)}
                 entry = b"".join(pack(m, d) for m, d in sorted(entries))
             known[key] = writes[key] = entry  # a url twice in a batch: the second sees it
