@@ -77,15 +77,16 @@ def union_stage(
                 continue
             me = DocRef(head.doc_id, head.url, head.fetched_at)
             if near[i]:
-                events.extend(_join(view, me, [(c, "near", e) for c, e in near[i]], gauges))
-            events.extend(_contained(view, me, list(contained[i]), near[i]))
+                events.extend(_join(view, me, near[i], "near", gauges))
+            if contained[i]:
+                events.extend(_contained(view, me, contained[i], near[i]))
         elif isinstance(verdict, Twin):
             if view.documents.ref(verdict.doc_id) is None:
                 raise StateError(
                     f"fingerprint table points at missing document {verdict.doc_id:016x}"
                 )
             me = DocRef(head.doc_id, head.url, head.fetched_at)
-            events.extend(_join(view, me, [(verdict.doc_id, verdict.method, EXACT)], gauges))
+            events.extend(_join(view, me, [(verdict.doc_id, EXACT)], verdict.method, gauges))
     by_method = Counter(event.method for event in events if isinstance(event, Duplicate))
     repeats = len(heads) - len(added)
     seconds: dict[Stage, float] = {
@@ -154,7 +155,7 @@ MAX_CONTAINED_EVENTS = 100
 def _contained(
     view: StateView,
     me: DocRef,
-    found: list[ContainmentPair],
+    found: Sequence[ContainmentPair],
     near: Sequence[tuple[int, Estimate]],
 ) -> list[Event]:
     """The contained events of a new document: the pairs past the containment threshold,
@@ -182,19 +183,20 @@ def _contained(
 def _join(
     view: StateView,
     me: DocRef,
-    matches: list[tuple[int, Method, Estimate]],
+    matches: Sequence[tuple[int, Estimate]],
+    method: Method,
     gauges: dict[str, int],
 ) -> list[Event]:
-    """Union the new document with every match (doc id, method, estimate); the oldest matched
-    cluster keeps its id. Only the best match is named, so only its record is read.
-    ``gauges``: where the cluster gauges' changes add up, for the batch to count once."""
+    """Union the new document with every match (doc id, estimate), found by ``method``; the
+    oldest matched cluster keeps its id. Only the best match is named, so only its record is
+    read. ``gauges``: where the cluster gauges' changes add up, for the batch to count once."""
     survivor, size, retired_sizes = view.clusters.join(
-        me.doc_id, [doc_id for doc_id, _, _ in matches], gauges
+        me.doc_id, [doc_id for doc_id, _ in matches], gauges
     )
-    best_id, method, estimate = (
+    best_id, estimate = (
         matches[0]
         if len(matches) == 1
-        else max(matches, key=lambda m: (m[2].resemblance, m[2].containment, -m[0]))
+        else max(matches, key=lambda m: (m[1].resemblance, m[1].containment, -m[0]))
     )
     merged: list[Event] = []
     for retired, size in retired_sizes:
