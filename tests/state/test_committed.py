@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from neardup.core import Page, Preparer, Settings
 from neardup.state import Checkpoints, DocRecord, State
+from neardup.state.committed import CommittedCache
 from neardup.streams.detection.shard import Ownership
 from neardup.streams.kafka.findings_codec import encode_findings
 from neardup.streams.kafka.prepared_codec import encode_batch
@@ -120,3 +121,20 @@ def test_the_union_stage_gives_the_same_events_through_discards_restarts_and_res
 
     with State.open(tmp_path / "small", config, cache_entries=4) as small:  # evicting
         assert _events(UnionLog(small, 1, LOG, FINDINGS), findings, 0, end) == expected
+
+
+def test_a_read_that_straddles_a_commit_is_not_kept_and_the_cache_stays_bounded() -> None:
+    cache = CommittedCache(entries=4)
+    before = cache.generation
+    cache.apply({"parents": {1: 10}})  # a writer commits while a reader was reading key 2
+    cache.fill("parents", 2, 20, before)
+    assert 2 not in cache.table("parents")
+    cache.fill("parents", 2, 20, cache.generation)
+    assert cache.table("parents") == {1: 10, 2: 20}
+    cache.apply({"parents": dict.fromkeys(range(3, 9), 0)})
+    assert len(cache.table("parents")) <= 4
+    assert 8 in cache.table("parents")  # the newest stay
+    follower = CommittedCache(entries=0)
+    follower.fill("parents", 1, 10, follower.generation)
+    follower.apply({"parents": {2: 20}})
+    assert follower.table("parents") == {}
