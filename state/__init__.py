@@ -2,7 +2,15 @@
 
 from .checkpoints import Checkpoints
 from .clusters import Clusters
-from .codec import ClusterInfo, DocRecord, Postings, StoredRef, pack_sample, unpack_samples
+from .codec import (
+    ClusterInfo,
+    DocRecord,
+    Postings,
+    StoredRef,
+    fetched_at_to_micros,
+    pack_sample,
+    unpack_samples,
+)
 from .documents import Documents, FingerprintKind, FingerprintTable, Seen, UrlHistory
 from .memory import MemoryStore
 from .meta import (
@@ -47,6 +55,7 @@ __all__ = [
     "UrlHistory",
     "check_or_store_role",
     "check_or_store_settings",
+    "fetched_at_to_micros",
     "pack_sample",
     "unpack_samples",
 ]

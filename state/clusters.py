@@ -14,10 +14,19 @@ first keys of an ordered read.
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from .codec import ClusterInfo, decode_id, encode_id, fetched_at_from_micros
+from .codec import (
+    CLUSTER_LAYOUT,
+    VERSION,
+    ClusterInfo,
+    decode_id,
+    encode_id,
+    fetched_at_from_micros,
+)
+from .committed import CachedTable, CacheView, CommittedCache
 from .documents import Documents
 from .meta import Counters
 from .transaction import Transaction
@@ -26,6 +35,8 @@ __all__ = ["Clusters", "size_class"]
 
 _INVERTED = (1 << 64) - 1
 _PRESENT = b"\x01"  # stored values are never empty
+_CLUSTER_INFO = CLUSTER_LAYOUT.pack  # ClusterInfo.pack, without a Python call around it
+_VERSION = VERSION
 
 
 def size_class(size: int) -> int:
@@ -33,39 +44,126 @@ def size_class(size: int) -> int:
     return size.bit_length() - 1
 
 
+_SIZE_KEY = struct.Struct(">QQ")
+#: the counter of each size class, named once (a merge counts two or three)
+_CLASS_COUNTERS = tuple(f"cluster_sizes:{number}" for number in range(65))
+
+
 def _size_key(size: int, root: int) -> bytes:
     """Larger clusters first, then smaller ids."""
-    return (_INVERTED - size).to_bytes(8, "big") + encode_id(root)
+    return _SIZE_KEY.pack(_INVERTED - size, root)
+
+
+def _count(changes: dict[str, int], kept_size: int, retired_size: int, size: int) -> None:
+    """The changes a merge makes to the gauges a scrape reads instead of the tables:
+    clusters of two or more, the documents in them, and clusters per size class."""
+    get = changes.get
+    changes["clusters"] = get("clusters", 0) + 1 - (kept_size > 1) - (retired_size > 1)
+    joined = (kept_size == 1) + (retired_size == 1)
+    changes["documents_in_clusters"] = get("documents_in_clusters", 0) + joined
+    for old in (kept_size, retired_size):
+        if old > 1:
+            name = _CLASS_COUNTERS[old.bit_length() - 1]  # size_class
+            changes[name] = get(name, 0) - 1
+    name = _CLASS_COUNTERS[size.bit_length() - 1]
+    changes[name] = get(name, 0) + 1
+
+
+# Cached values are ints, never tuples: an int is no object for the garbage collector to
+# follow, and a dict holding only ints is not followed at all, where a tuple per member made
+# every full collection walk the whole union-find (with a large state or process, those
+# passes cost more than the union stage's own work).
+_ID_BITS = 64
+_ID_MASK = (1 << _ID_BITS) - 1
+
+
+def _parent_entry(parent: int, ring_next: int | None) -> int:
+    """A parent and, for a member, the next member of its ring (see _next), as one int."""
+    return parent | (0 if ring_next is None else (ring_next + 1) << _ID_BITS)
+
+
+def _ring_next(entry: int) -> int | None:
+    """The next member kept beside a parent (``_parent_entry``), if any."""
+    return (entry >> _ID_BITS) - 1 if entry >> _ID_BITS else None
+
+
+def _info_entry(size: int, micros: int) -> int:
+    """A cluster's size and its root's fetched_at in microseconds (negative for none), as
+    one int: ``entry & _ID_MASK`` and ``entry >> _ID_BITS`` read them back."""
+    return (micros << _ID_BITS) | size
+
+
+def _load_parent(raw: bytes | None) -> int | None:
+    if raw is None:
+        return None
+    return _parent_entry(decode_id(raw[:8]), decode_id(raw[8:]) if len(raw) == 16 else None)
+
+
+def _decoded_id(raw: bytes | None) -> int | None:
+    return None if raw is None else decode_id(raw)
+
+
+def _load_info(raw: bytes | None) -> int | None:
+    return None if raw is None else _info_entry(*ClusterInfo.unpack(raw))
 
 
 class Clusters:
-    def __init__(self, tx: Transaction, documents: Documents) -> None:
+    def __init__(
+        self, tx: Transaction, documents: Documents, cache: CacheView | None = None
+    ) -> None:
         self._tx = tx
         self._documents = documents
         self._counters = Counters(tx)
+        cache = cache or CommittedCache(0).view()
+        store = tx.store
+        self._parents: CachedTable[int] = cache.table(  # _parent_entry
+            "parents", lambda doc_id: _load_parent(store.get("parents", encode_id(doc_id)))
+        )
+        self._ring: CachedTable[int] = cache.table(
+            "ring", lambda root: _decoded_id(store.get("ring", encode_id(root)))
+        )
+        # of a cluster of two or more: _info_entry
+        self._infos: CachedTable[int] = cache.table(
+            "clusters", lambda root: _load_info(store.get("clusters", encode_id(root)))
+        )
 
-    def _parent(self, doc_id: int) -> int | None:
-        raw = self._tx.get("parents", encode_id(doc_id))
-        return None if raw is None else decode_id(raw[:8])
+    def add_singles(self, doc_ids: Iterable[int]) -> None:
+        """Documents the state has never held, each in a cluster of its own: they have no
+        entry in the union-find tables, which union-find then need not look up (nothing is
+        written)."""
+        absent = dict.fromkeys(doc_ids)
+        self._parents.put_many(absent)
+        self._ring.put_many(absent)
+        self._infos.put_many(absent)
 
     def find(self, doc_id: int) -> int:
         """The root (cluster id) of a document's cluster."""
+        parents = self._parents
+        entry = parents.get(doc_id)
+        if entry is None:
+            return doc_id
+        parent = entry & _ID_MASK
+        if parents.get(parent) is None:  # most finds: a root, or a member of one
+            return parent
         path = []
         node = doc_id
-        while (parent := self._parent(node)) is not None:
-            path.append(node)
-            node = parent
-        for visited in path[:-1]:  # the last one already points at the root
-            key = encode_id(visited)
-            ring_next = (self._tx.get("parents", key) or b"")[8:]  # kept: see _next
-            self._tx.put("parents", key, encode_id(node) + ring_next)
+        while (entry := parents.get(node)) is not None:
+            path.append((node, entry))
+            node = entry & _ID_MASK
+        for visited, entry in path[:-1]:  # the last one already points at the root
+            self._put_parent(visited, node, _ring_next(entry))  # the ring's next is kept: see _next
         return node
+
+    def _put_parent(self, doc_id: int, parent: int, ring_next: int | None) -> None:
+        raw = encode_id(parent) if ring_next is None else encode_id(parent) + encode_id(ring_next)
+        self._tx.put("parents", encode_id(doc_id), raw)
+        self._parents.put(doc_id, _parent_entry(parent, ring_next))
 
     def _size_and_time(self, root: int) -> tuple[int, int]:
         """(size, root's fetched_at in microseconds): ``info`` without formatting the time."""
-        raw = self._tx.get("clusters", encode_id(root))
-        if raw is not None:
-            return ClusterInfo.unpack(raw)
+        found = self._infos.get(root)
+        if found is not None:
+            return found & _ID_MASK, found >> _ID_BITS
         return 1, self._documents.fetched_micros(root)
 
     def info(self, root: int) -> ClusterInfo:
@@ -77,38 +175,73 @@ class Clusters:
         microseconds order as the fixed-width fetched_at strings do."""
         return (self._size_and_time(root)[1], root)
 
-    def merge(self, survivor: int, retired: int) -> int:
-        """Join the cluster rooted at ``retired`` into ``survivor``'s; returns the new size."""
-        kept_size, kept_time = self._size_and_time(survivor)
+    def merge(self, survivor: int, retired: int, gauges: dict[str, int] | None = None) -> int:
+        """Join the cluster rooted at ``retired`` into ``survivor``'s (both roots, as ``find``
+        gives them); returns the new size. ``gauges``: where to add the changes of the
+        cluster gauges, for the caller to add to the counters once for many merges (by
+        default they are added at once)."""
+        if gauges is None:
+            changes: dict[str, int] = {}
+            size = self._merge(survivor, retired, changes)
+            self._counters.add_many(changes)
+            return size
+        return self._merge(survivor, retired, gauges)
+
+    def join(
+        self, doc_id: int, matches: Iterable[int], gauges: dict[str, int]
+    ) -> tuple[int, int, list[tuple[int, int]]]:
+        """Join a document new to the state (``add_singles``) with the clusters of its
+        ``matches``: the oldest cluster (``age``) keeps its id. Returns that id, the size once
+        the document joined, and each other cluster merged into it, oldest first, with the
+        size after it; ``gauges`` as for ``merge``."""
+        roots = {self.find(match) for match in matches}
+        ordered = sorted(roots, key=self.age) if len(roots) > 1 else list(roots)
+        survivor = ordered[0]
+        size = self._merge(survivor, doc_id, gauges)
+        return survivor, size, [(root, self._merge(survivor, root, gauges)) for root in ordered[1:]]
+
+    def _merge(self, survivor: int, retired: int, gauges: dict[str, int]) -> int:
+        infos, ring = self._infos, self._ring
+        kept = infos.get(survivor)
+        if kept is None:
+            kept_size, kept_time = 1, self._documents.fetched_micros(survivor)
+        else:
+            kept_size, kept_time = kept & _ID_MASK, kept >> _ID_BITS
         if survivor == retired:
             return kept_size
-        retired_size = self._size_and_time(retired)[0]
+        retired_info = infos.get(retired)
+        retired_size = 1 if retired_info is None else retired_info & _ID_MASK
         size = kept_size + retired_size
-        # splice the two member rings: next(survivor) <-> next(retired)
-        after_survivor, after_retired = self._next(survivor), self._next(retired)
-        self._tx.put("parents", encode_id(retired), encode_id(survivor) + encode_id(after_survivor))
-        self._tx.delete("ring", encode_id(retired))
-        self._tx.put("ring", encode_id(survivor), encode_id(after_retired))
-        self._tx.delete("clusters", encode_id(retired))
-        self._tx.put("clusters", encode_id(survivor), ClusterInfo.pack(size, kept_time))
-        for root, old in ((survivor, kept_size), (retired, retired_size)):
-            if old > 1:
-                self._tx.delete("sizes", _size_key(old, root))
-        self._tx.put("sizes", _size_key(size, survivor), _PRESENT)
-        self._count(kept_size, retired_size, size)
+        # splice the two member rings: next(survivor) <-> next(retired); a root's next is in
+        # ``ring`` (a root has no parent), or it is a ring of one
+        after_survivor = ring.get(survivor)
+        after = survivor if after_survivor is None else after_survivor
+        retired_next = ring.get(retired)
+        after_retired = retired if retired_next is None else retired_next
+        survivor_key, retired_key = encode_id(survivor), encode_id(retired)
+        writes = self._tx.writes
+        writes("parents")[retired_key] = survivor_key + encode_id(after)
+        self._parents.put(retired, _parent_entry(survivor, after))
+        ring_writes = writes("ring")
+        if retired_next is not None:  # no tombstones for what a single document never had
+            ring_writes[retired_key] = None
+            ring.put(retired, None)
+        ring_writes[survivor_key] = encode_id(after_retired)
+        ring.put(survivor, after_retired)
+        info_writes = writes("clusters")
+        if retired_info is not None:
+            info_writes[retired_key] = None
+            infos.put(retired, None)
+        info_writes[survivor_key] = _CLUSTER_INFO(_VERSION, size, kept_time)
+        infos.put(survivor, _info_entry(size, kept_time))
+        size_writes = writes("sizes")
+        if kept_size > 1:
+            size_writes[_size_key(kept_size, survivor)] = None
+        if retired_size > 1:
+            size_writes[_size_key(retired_size, retired)] = None
+        size_writes[_size_key(size, survivor)] = _PRESENT
+        _count(gauges, kept_size, retired_size, size)
         return size
-
-    def _count(self, kept_size: int, retired_size: int, size: int) -> None:
-        """The gauges a scrape reads instead of the tables: clusters of two or more, the
-        documents in them, and clusters per size class."""
-        changes: dict[str, int] = defaultdict(int)
-        changes["clusters"] = 1 - (kept_size > 1) - (retired_size > 1)
-        changes["documents_in_clusters"] = (kept_size == 1) + (retired_size == 1)
-        for old in (kept_size, retired_size):
-            if old > 1:
-                changes[f"cluster_sizes:{size_class(old)}"] -= 1
-        changes[f"cluster_sizes:{size_class(size)}"] += 1
-        self._counters.add_many(changes)
 
     def size_classes(self) -> dict[int, int]:
         """Clusters of two or more per size class (``size_class``), from stored counters."""
@@ -123,12 +256,11 @@ class Clusters:
         """The member after ``doc_id`` in its cluster's ring. A member that has a parent keeps
         it beside the parent (one entry per document, not two); a root, in ``ring``; a single
         document is a ring of one."""
-        key = encode_id(doc_id)
-        raw = self._tx.get("parents", key)
-        if raw is not None and len(raw) == 16:
-            return decode_id(raw[8:])
-        ringed = self._tx.get("ring", key)
-        return doc_id if ringed is None else decode_id(ringed)
+        entry = self._parents.get(doc_id)
+        if entry is not None and entry >> _ID_BITS:
+            return (entry >> _ID_BITS) - 1
+        ringed = self._ring.get(doc_id)
+        return doc_id if ringed is None else ringed
 
     def members_of(
         self, root: int, after: int | None = None, limit: int | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -14,11 +14,13 @@ from neardup.core import Samples, StateError
 from neardup.core.records import format_fetched_at
 
 __all__ = [
+    "CLUSTER_LAYOUT",
     "CONTAINMENT_ENTRY",
     "MAX_POSITION",
     "NO_TIME",
     "SHORT_ENTRY",
     "SUPER_ENTRY",
+    "VERSION",
     "ClusterInfo",
     "DocRecord",
     "EntryLayout",
@@ -37,15 +39,20 @@ _DOC_HEAD = struct.Struct(
     "<BBqIQH"
 )  # version, flags, fetched_at micros, shingle count, duplicate of, url length
 _CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
+#: what ``ClusterInfo.pack`` packs (version, size, root's fetched_at in microseconds), for
+#: union-find to pack without a Python call around it
+CLUSTER_LAYOUT = _CLUSTER
 _STOP_MARK = b"\xff\xff"  # + 8 bytes: 10, a length no list of entries has
 MAX_POSITION = 255
 _VERSION = 1
+VERSION = _VERSION  # of every stored layout
 NO_TIME = -(2**63)  # the micros of a missing fetched_at: older than any time
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def encode_id(doc_id: int) -> bytes:
-    return _ID.pack(doc_id)
+#: a doc id as a key; the struct's own method, without a Python call around it: union-find
+#: and the indexes encode ids by the hundred thousand
+encode_id: Callable[[int], bytes] = _ID.pack
 
 
 def decode_id(raw: bytes) -> int:
@@ -93,17 +100,22 @@ class DocRecord:
     sketch: npt.NDArray[np.uint32]
     duplicate_of: int = 0
 
-    def encode(self) -> bytes:
-        url = self.url.encode("utf-8")
-        head = _DOC_HEAD.pack(
-            _VERSION,
-            1 if self.duplicate_of else 0,
-            fetched_at_to_micros(self.fetched_at),
-            self.shingle_count,
-            self.duplicate_of,
-            len(url),
+    def encode(self, micros: int | None = None) -> bytes:
+        """``micros``: ``fetched_at`` in microseconds, when the caller has it already."""
+        if micros is None:
+            micros = fetched_at_to_micros(self.fetched_at)
+        head = self.encode_head(self.url, micros, self.shingle_count, self.duplicate_of)
+        return head + pack_sample(self.sketch)
+
+    @staticmethod
+    def encode_head(url: str, micros: int, shingle_count: int, duplicate_of: int) -> bytes:
+        """A record without its sketch: the whole record of one that keeps none."""
+        raw_url = url.encode("utf-8")
+        flags = 1 if duplicate_of else 0
+        return (
+            _DOC_HEAD.pack(_VERSION, flags, micros, shingle_count, duplicate_of, len(raw_url))
+            + raw_url
         )
-        return head + url + pack_sample(self.sketch)
 
     @classmethod
     def decode(cls, raw: bytes) -> DocRecord:
@@ -145,6 +157,8 @@ class DocRecord:
 
 def pack_sample(values: npt.NDArray[np.uint32]) -> bytes:
     """A sketch's values as stored: 32-bit little-endian."""
+    if not values.size:  # a twin's or the union stage's record: no numpy call per document
+        return b""
     return values.astype("<u4").tobytes()
 
 

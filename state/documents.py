@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
 
 from .codec import (
@@ -15,6 +16,7 @@ from .codec import (
     fetched_at_from_micros,
     fetched_at_to_micros,
 )
+from .committed import CachedTable, CacheView, CommittedCache
 from .transaction import Transaction
 
 __all__ = ["Documents", "FingerprintKind", "FingerprintTable", "Seen", "UrlHistory"]
@@ -22,11 +24,29 @@ __all__ = ["Documents", "FingerprintKind", "FingerprintTable", "Seen", "UrlHisto
 _VERSION_ENTRY = struct.Struct(">qQ")  # fetched_at micros, doc id
 
 
+#: a document's id, url, fetched_at and shingle count (the union stage's ``DocHead``)
+Head = tuple[int, str, str, int]
+
+
 class Documents:
     """doc id -> DocRecord."""
 
-    def __init__(self, tx: Transaction) -> None:
+    def __init__(self, tx: Transaction, cache: CacheView | None = None) -> None:
         self._tx = tx
+        store = tx.store
+        cache = cache or CommittedCache(0).view()
+        # what events name and cluster ages read of a document, decoded once: its url, its
+        # fetched_at (as given to ``put``: ``ref`` formats it) and that in microseconds.
+        # Strings and ints, no tuples: none is an object the garbage collector follows
+        self._urls: CachedTable[str] = cache.table(
+            "doc_urls", lambda doc_id: _ref_part(store.get("docs", encode_id(doc_id)), 0)
+        )
+        self._fetched: CachedTable[str] = cache.table(
+            "doc_fetched", lambda doc_id: _ref_part(store.get("docs", encode_id(doc_id)), 1)
+        )
+        self._times: CachedTable[int] = cache.table(
+            "doc_times", lambda doc_id: _micros(store.get("docs", encode_id(doc_id)))
+        )
 
     def get(self, doc_id: int) -> DocRecord | None:
         raw = self._tx.get("docs", encode_id(doc_id))
@@ -44,18 +64,44 @@ class Documents:
     def exists(self, doc_id: int) -> bool:
         return self._tx.get("docs", encode_id(doc_id)) is not None
 
-    def put(self, doc_id: int, record: DocRecord) -> None:
-        self._tx.put("docs", encode_id(doc_id), record.encode())
+    def put(self, doc_id: int, record: DocRecord, micros: int | None = None) -> None:
+        """``micros``: the record's fetched_at in microseconds, when the caller has it."""
+        if micros is None:
+            micros = fetched_at_to_micros(record.fetched_at)
+        self._tx.put("docs", encode_id(doc_id), record.encode(micros))
+        self._urls.put(doc_id, record.url)
+        self._fetched.put(doc_id, record.fetched_at)
+        self._times.put(doc_id, micros)
+
+    def put_unsketched(
+        self, heads: Sequence[Head], micros: Sequence[int], duplicate_of: Sequence[int]
+    ) -> None:
+        """``put`` of records that keep no sketch (the union stage's: the shards keep them),
+        from the documents' heads, fetched_at in microseconds and twins (0: none), without
+        making the records."""
+        writes = self._tx.writes("docs")
+        encode = DocRecord.encode_head
+        doc_ids = [head[0] for head in heads]
+        self._urls.put_many({head[0]: head[1] for head in heads})
+        self._fetched.put_many({head[0]: head[2] for head in heads})
+        self._times.put_many(dict(zip(doc_ids, micros, strict=True)))
+        for (doc_id, url, _, count), time, twin in zip(heads, micros, duplicate_of, strict=True):
+            writes[encode_id(doc_id)] = encode(url, time, count, twin)
 
     def ref(self, doc_id: int) -> StoredRef | None:
         """The url and fetched_at of a stored document, without decoding its sketch."""
-        raw = self._tx.get("docs", encode_id(doc_id))
-        return None if raw is None else DocRecord.decode_ref(raw)
+        url = self._urls.get(doc_id)
+        if url is None:
+            return None
+        formatted = _formatted(self._fetched.get(doc_id) or "")
+        if formatted is None:
+            formatted = fetched_at_from_micros(self.fetched_micros(doc_id))
+        return StoredRef(url, formatted)
 
     def fetched_micros(self, doc_id: int) -> int:
         """A document's fetched_at in microseconds (``NO_TIME`` when missing or unknown)."""
-        raw = self._tx.get("docs", encode_id(doc_id))
-        return NO_TIME if raw is None else DocRecord.decode_head(raw)[0]
+        micros = self._times.get(doc_id)
+        return NO_TIME if micros is None else micros
 
     def owner_id(self, doc_id: int) -> int | None:
         """``sketch_owner``'s document id alone, without decoding records."""
@@ -84,6 +130,31 @@ class Documents:
         """Every stored document (committed state only) as (id, its url and fetched_at), by id."""
         for key, raw in self._tx.store.items("docs"):
             yield decode_id(key), DocRecord.decode_ref(raw)
+
+
+def _ref_part(raw: bytes | None, part: int) -> str | None:
+    return None if raw is None else DocRecord.decode_ref(raw)[part]
+
+
+def _micros(raw: bytes | None) -> int | None:
+    return None if raw is None else DocRecord.decode_head(raw)[0]
+
+
+#: a UTC time with a fraction of at most microseconds, as crawlers write them
+_PLAIN_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(\d{1,6}))?Z", re.ASCII)
+
+
+def _formatted(fetched_at: str) -> str | None:
+    """``fetched_at`` as decoding a stored record gives it back (``format_fetched_at``),
+    when a padding of its fraction says so; None for other forms (offsets), which
+    ``ref`` formats from the microseconds instead."""
+    if not fetched_at:
+        return fetched_at
+    plain = _PLAIN_UTC.fullmatch(fetched_at)
+    if plain is None:
+        return None
+    fraction = plain.group(1) or ""
+    return f"{fetched_at[:19]}.{fraction.ljust(6, '0')}Z"
 
 
 class FingerprintKind(IntEnum):
@@ -164,10 +235,20 @@ class UrlHistory:
         ]
 
     def add(self, url: str, fetched_at: str, doc_id: int) -> None:
-        key = url.encode("utf-8")
-        entry = _VERSION_ENTRY.pack(fetched_at_to_micros(fetched_at), doc_id)
-        raw = self._tx.get("urls", key)
-        if raw is not None:  # versions in time order, each once
-            known = set(_VERSION_ENTRY.iter_unpack(raw)) | {_VERSION_ENTRY.unpack(entry)}
-            entry = b"".join(_VERSION_ENTRY.pack(m, d) for m, d in sorted(known))
-        self._tx.put("urls", key, entry)
+        self.add_many([url], [fetched_at_to_micros(fetched_at)], [doc_id])
+
+    def add_many(self, urls: Sequence[str], micros: Sequence[int], doc_ids: Sequence[int]) -> None:
+        """``add`` of each of a batch's documents, in order, from their urls, fetched_at in
+        microseconds and ids, with the batch's histories read at once."""
+        keys = [url.encode("utf-8") for url in urls]
+        known = dict(zip(keys, self._tx.get_many("urls", keys), strict=True))
+        writes = self._tx.writes("urls")
+        pack = _VERSION_ENTRY.pack
+        for key, time, doc_id in zip(keys, micros, doc_ids, strict=True):
+            raw = known[key]
+            if raw is None:
+                entry = pack(time, doc_id)
+            else:  # versions in time order, each once
+                entries = set(_VERSION_ENTRY.iter_unpack(raw)) | {(time, doc_id)}
+                entry = b"".join(pack(m, d) for m, d in sorted(entries))
+            known[key] = writes[key] = entry  # a url twice in a batch: the second sees it

@@ -11,6 +11,7 @@ from neardup.core import Settings, StateError
 
 from .clusters import Clusters
 from .codec import CONTAINMENT_ENTRY, SHORT_ENTRY, SUPER_ENTRY
+from .committed import CACHE_ENTRIES, CommittedCache
 from .documents import Documents, FingerprintTable, Seen, UrlHistory
 from .key_filter import KeyFilter
 from .memory import MemoryStore
@@ -31,9 +32,11 @@ class StateView:
         store: Store,
         settings: Settings,
         key_filter: Callable[[IndexTable], KeyFilter] | None = None,
+        cache: CommittedCache | None = None,
     ) -> None:
         self.tx = Transaction(store)
-        self.documents = Documents(self.tx)
+        self._cache = (cache or CommittedCache(0)).view()
+        self.documents = Documents(self.tx, self._cache)
         self.fingerprints = FingerprintTable(self.tx)
         self.seen = Seen(self.tx)
         cap = settings.posting_cap
@@ -51,13 +54,14 @@ class StateView:
             _of(key_filter, "containment"),
             count_stop_requests=False,
         )
-        self.clusters = Clusters(self.tx, self.documents)
+        self.clusters = Clusters(self.tx, self.documents, self._cache)
         self.urls = UrlHistory(self.tx)
         self.counters = Counters(self.tx)
         self.log_offsets = LogOffsets(self.tx)
 
     def commit(self) -> None:
         self.tx.commit()
+        self._cache.commit()  # only once durable: a view dropped uncommitted leaves nothing
 
 
 def _of(
@@ -71,13 +75,18 @@ class State:
     the keys of each posting index (read when first needed; its views keep them up to
     date)."""
 
-    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+    def __init__(
+        self, store: Store, settings: Settings | None = None, cache_entries: int = CACHE_ENTRIES
+    ) -> None:
+        """``cache_entries``: union-find values kept decoded per table (``committed.py``)."""
         self.store = store
         self.settings = check_or_store_settings(store, settings)
         self._key_filters: dict[IndexTable, KeyFilter] = {}
         # a filter follows the keys this process posts: a follower's writer posts elsewhere,
         # so a follower's lookups go to the store
         self._filters = store.writer_log() is None
+        # union-find's committed values, decoded; a follower's writer commits elsewhere
+        self._committed = CommittedCache(cache_entries if self._filters else 0)
 
     def key_filter(self, table: IndexTable) -> KeyFilter:
         """The filter of the keys of a posting index, read from the store when first used: a
@@ -89,11 +98,16 @@ class State:
         return self._key_filters[table]
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None, settings: Settings | None = None) -> State:
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None,
+        settings: Settings | None = None,
+        cache_entries: int = CACHE_ENTRIES,
+    ) -> State:
         """A RocksDB state in ``path``, or an in-memory one for ``None``."""
         store: Store = MemoryStore() if path is None else RocksDBStore(path)
         try:
-            return cls(store, settings)
+            return cls(store, settings, cache_entries)
         except BaseException:
             store.close()
             raise
@@ -128,7 +142,12 @@ class State:
         return self.store.writer_log()
 
     def view(self) -> StateView:
-        return StateView(self.store, self.settings, self.key_filter if self._filters else None)
+        return StateView(
+            self.store,
+            self.settings,
+            self.key_filter if self._filters else None,
+            self._committed,
+        )
 
     def close(self) -> None:
         self.store.close()

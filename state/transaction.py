@@ -42,12 +42,13 @@ class Transaction:
 
     def get_many(self, table: Table, keys: Sequence[bytes]) -> list[bytes | None]:
         pending = self._pending.get(table)
-        cache = self._cache.get(table)
-        if not pending and not cache:  # nothing local to overlay: one batched read
+        if not pending and not self._cache.get(table):  # nothing local: one batched read
             return self.store.get_many(table, keys)
-        if any(key not in (pending or {}) and key not in (cache or {}) for key in keys):
-            self.prefetch(table, keys)
-        return [self.get(table, key) for key in keys]
+        self.prefetch(table, keys)
+        pending = pending or {}
+        cache = self._cache[table]
+        # as ``get`` of each key, without a call per key
+        return [pending[key] if key in pending else (cache[key] or None) for key in keys]
 
     def put(self, table: Table, key: bytes, value: bytes) -> None:
         if not value:
@@ -58,6 +59,12 @@ class Transaction:
         if not all(values.values()):
             raise ValueError("stored values must not be empty")
         self._pending.setdefault(table, {}).update(values)
+
+    def writes(self, table: Table) -> dict[bytes, bytes | None]:
+        """The pending writes of ``table``, to write into directly where a call per write
+        would cost more than the write (union-find): a key to a non-empty value, or None
+        to delete it."""
+        return self._pending.setdefault(table, {})
 
     def delete(self, table: Table, key: bytes) -> None:
         self._pending.setdefault(table, {})[key] = None

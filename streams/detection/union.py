@@ -11,12 +11,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
-import numpy as np
 from neardup.core import Estimate, PreparedDoc, StateError
-from neardup.state import DocRecord, StateView
+from neardup.state import StateView, fetched_at_to_micros
 
 from .admission import Admission, Twin, Verdict
 from .containment import ContainmentPair
@@ -27,10 +26,12 @@ from .verify import EXACT
 
 __all__ = ["MAX_CONTAINED_EVENTS", "DocHead", "ref_of", "union_stage"]
 
+_REPEAT = Admission.REPEAT  # looked up once, not per document
 
-@dataclass(frozen=True, slots=True)
-class DocHead:
-    """What the union stage knows of a document: no sketch, no keys."""
+
+class DocHead(NamedTuple):
+    """What the union stage knows of a document: no sketch, no keys. A named tuple, which
+    the findings decoder builds without running Python code for each document."""
 
     doc_id: int
     url: str
@@ -56,36 +57,38 @@ def union_stage(
     shard sharing this state has stored them."""
     started = time.perf_counter()
     verdicts = _agreed(findings, len(heads))
-    near: list[list[tuple[int, Estimate]]] = [[] for _ in heads]
-    contained: list[list[ContainmentPair]] = [[] for _ in heads]
-    for found in findings:
-        for i in range(len(heads)):
-            near[i].extend(found.near[i])
-            contained[i].extend(found.contained[i])
-    for head, verdict in zip(heads, verdicts, strict=True):
-        if verdict is Admission.REPEAT:
-            continue
-        view.urls.add(head.url, head.fetched_at, head.doc_id)
-        if keep_records:
-            twin = verdict.owner if isinstance(verdict, Twin) else 0
-            empty = np.zeros(0, np.uint32)
-            record = DocRecord(head.url, head.fetched_at, head.shingle_count, empty, twin)
-            view.documents.put(head.doc_id, record)
+    near, contained = _gathered(findings, len(heads))
+    # columns (the heads as decoded, ints, strings), not a new tuple per document: each
+    # container object that lives through a batch ages into the garbage collector's oldest
+    # generation, and full passes over a large process were a quarter of the stage
+    added = [head for head, verdict in zip(heads, verdicts, strict=True) if verdict is not _REPEAT]
+    micros = [fetched_at_to_micros(head.fetched_at) for head in added]
+    doc_ids = [head.doc_id for head in added]
+    view.urls.add_many([head.url for head in added], micros, doc_ids)
+    view.clusters.add_singles(doc_ids)
+    if keep_records:
+        twins = [v.owner if isinstance(v, Twin) else 0 for v in verdicts if v is not _REPEAT]
+        view.documents.put_unsketched(added, micros, twins)
     events: list[Event] = []
+    gauges: dict[str, int] = {}
     for i, (head, verdict) in enumerate(zip(heads, verdicts, strict=True)):
-        me = DocRef(head.doc_id, head.url, head.fetched_at)
         if verdict is Admission.NEW:
+            if not near[i] and not contained[i]:
+                continue
+            me = DocRef(head.doc_id, head.url, head.fetched_at)
             if near[i]:
-                events.extend(_join(view, me, [(c, "near", e) for c, e in near[i]]))
-            events.extend(_contained(view, me, contained[i], near[i]))
+                events.extend(_join(view, me, near[i], "near", gauges))
+            if contained[i]:
+                events.extend(_contained(view, me, contained[i], near[i]))
         elif isinstance(verdict, Twin):
             if view.documents.ref(verdict.doc_id) is None:
                 raise StateError(
                     f"fingerprint table points at missing document {verdict.doc_id:016x}"
                 )
-            events.extend(_join(view, me, [(verdict.doc_id, verdict.method, EXACT)]))
+            me = DocRef(head.doc_id, head.url, head.fetched_at)
+            events.extend(_join(view, me, [(verdict.doc_id, EXACT)], verdict.method, gauges))
     by_method = Counter(event.method for event in events if isinstance(event, Duplicate))
-    repeats = sum(verdict is Admission.REPEAT for verdict in verdicts)
+    repeats = len(heads) - len(added)
     seconds: dict[Stage, float] = {
         stage: sum(f.stage_seconds.get(stage, 0.0) for f in findings)
         for stage in ("candidates", "verify")
@@ -103,7 +106,26 @@ def union_stage(
         stage_seconds=MappingProxyType(seconds),
     )
     view.counters.add_many(result.counter_increments())
+    view.counters.add_many(gauges)
     return result
+
+
+def _gathered(
+    findings: Sequence[ShardFindings], documents: int
+) -> tuple[Sequence[Sequence[tuple[int, Estimate]]], Sequence[Sequence[ContainmentPair]]]:
+    """Per document, the near-duplicates and containment pairs of every shard together."""
+    if len(findings) == 1:
+        return findings[0].near, findings[0].contained
+    near: list[list[tuple[int, Estimate]]] = [[] for _ in range(documents)]
+    contained: list[list[ContainmentPair]] = [[] for _ in range(documents)]
+    for found in findings:
+        for i, pairs in enumerate(found.near):
+            if pairs:
+                near[i].extend(pairs)
+        for i, pairs in enumerate(found.contained):
+            if pairs:
+                contained[i].extend(pairs)
+    return near, contained
 
 
 def _agreed(findings: Sequence[ShardFindings], documents: int) -> tuple[Verdict, ...]:
@@ -131,7 +153,10 @@ MAX_CONTAINED_EVENTS = 100
 
 
 def _contained(
-    view: StateView, me: DocRef, found: list[ContainmentPair], near: list[tuple[int, Estimate]]
+    view: StateView,
+    me: DocRef,
+    found: Sequence[ContainmentPair],
+    near: Sequence[tuple[int, Estimate]],
 ) -> list[Event]:
     """The contained events of a new document: the pairs past the containment threshold,
     but not the near-duplicates it joined (their duplicate event says so)."""
@@ -155,20 +180,26 @@ def _contained(
     ]
 
 
-def _join(view: StateView, me: DocRef, matches: list[tuple[int, Method, Estimate]]) -> list[Event]:
-    """Union the new document with every match (doc id, method, estimate); the oldest matched
-    cluster keeps its id. Only the best match is named, so only its record is read."""
-    clusters = view.clusters
-    roots = {clusters.find(doc_id) for doc_id, _, _ in matches}
-    ordered = sorted(roots, key=clusters.age)
-    survivor = ordered[0]
-    size = clusters.merge(survivor, me.doc_id)
-    best_id, method, estimate = max(
-        matches, key=lambda m: (m[2].resemblance, m[2].containment, -m[0])
+def _join(
+    view: StateView,
+    me: DocRef,
+    matches: Sequence[tuple[int, Estimate]],
+    method: Method,
+    gauges: dict[str, int],
+) -> list[Event]:
+    """Union the new document with every match (doc id, estimate), found by ``method``; the
+    oldest matched cluster keeps its id. Only the best match is named, so only its record is
+    read. ``gauges``: where the cluster gauges' changes add up, for the batch to count once."""
+    survivor, size, retired_sizes = view.clusters.join(
+        me.doc_id, [doc_id for doc_id, _ in matches], gauges
+    )
+    best_id, estimate = (
+        matches[0]
+        if len(matches) == 1
+        else max(matches, key=lambda m: (m[1].resemblance, m[1].containment, -m[0]))
     )
     merged: list[Event] = []
-    for retired in ordered[1:]:
-        size = clusters.merge(survivor, retired)
+    for retired, size in retired_sizes:
         merged.append(
             ClusterMerged(
                 survivor, retired, size, me, ref_of(view, survivor), ref_of(view, retired)

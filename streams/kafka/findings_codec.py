@@ -14,7 +14,6 @@ detector's to the last bit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +21,7 @@ import msgspec
 from neardup.core import BadRecordError, Estimate
 
 from ..detection.admission import Admission, Twin, Verdict
-from ..detection.events import METHODS
+from ..detection.events import Method
 from ..detection.shard import Found, ShardFindings
 from ..detection.union import DocHead
 
@@ -31,6 +30,23 @@ __all__ = ["ShardMessage", "decode_findings", "encode_findings"]
 VERSION = 1
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder()
+_Pair = tuple[int, float, float, float, bool]
+#: the message's layout: msgspec checks every type and builds the heads in C, where a loop
+#: in Python over every document was most of the decoding
+_typed = msgspec.msgpack.Decoder(
+    tuple[
+        int,
+        int,
+        int,
+        int,
+        list[DocHead] | None,
+        list[int | tuple[int, Method, int]],
+        list[list[_Pair]],
+        list[list[_Pair]],
+        int,
+        int,
+    ]
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,27 +89,29 @@ def encode_findings(message: ShardMessage) -> bytes:
 def decode_findings(raw: bytes) -> ShardMessage:
     """A findings message; BadRecordError for one this version cannot read."""
     try:
-        fields = _decoder.decode(raw)
+        try:
+            fields = _typed.decode(raw)
+        except msgspec.ValidationError:
+            version = _decoder.decode(raw)[0]  # another version's layout says which
+            if version != VERSION:
+                raise ValueError(f"version {version!r}, this neardup reads {VERSION}") from None
+            raise
         version, shard, offset, previous, heads, verdicts, near, contained, candidates, pairs = (
             fields
         )
         if version != VERSION:
             raise ValueError(f"version {version!r}, this neardup reads {VERSION}")
         findings = ShardFindings(
-            verdicts=tuple(_read_verdict(v) for v in verdicts),
+            verdicts=tuple([_KNOWN.get(v) or _read_twin(v) for v in verdicts]),
             near=_read_pairs(near),
             contained=_read_pairs(contained),
-            candidates=int(candidates),
-            pairs_estimated=int(pairs),
+            candidates=candidates,
+            pairs_estimated=pairs,
         )
         return ShardMessage(
-            int(shard),
-            int(offset),
-            int(previous),
-            findings,
-            None if heads is None else tuple(DocHead(int(i), u, f, int(n)) for i, u, f, n in heads),
+            shard, offset, previous, findings, None if heads is None else tuple(heads)
         )
-    except (msgspec.DecodeError, ValueError, TypeError) as error:
+    except (msgspec.DecodeError, ValueError, TypeError, IndexError, KeyError) as error:
         raise BadRecordError(
             "bad_findings", f"a findings message cannot be read: {error}"
         ) from error
@@ -105,15 +123,14 @@ def _verdict(verdict: Verdict) -> Any:
     return 0 if verdict is Admission.NEW else 1
 
 
-def _read_verdict(raw: Any) -> Verdict:
-    if raw == 0:
-        return Admission.NEW
-    if raw == 1:
-        return Admission.REPEAT
-    doc_id, method, owner = raw
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}")
-    return Twin(int(doc_id), method, int(owner))
+#: the verdicts that are not twins, by their code (most documents'): read with one lookup
+_KNOWN: dict[int | tuple[int, Method, int], Verdict] = {0: Admission.NEW, 1: Admission.REPEAT}
+
+
+def _read_twin(raw: int | tuple[int, Method, int]) -> Verdict:
+    if isinstance(raw, int):
+        raise ValueError(f"unknown verdict {raw!r}")
+    return Twin(*raw)
 
 
 def _pairs(found: Found) -> list[list[list[Any]]]:
@@ -126,11 +143,10 @@ def _pairs(found: Found) -> list[list[list[Any]]]:
     ]
 
 
-def _read_pairs(raw: Sequence[Sequence[Sequence[Any]]]) -> Found:
-    return tuple(
-        tuple(
-            (int(doc_id), Estimate(float(r), float(c), float(back), bool(exact)))
-            for doc_id, r, c, back, exact in pairs
-        )
-        for pairs in raw
-    )
+def _read_pairs(raw: list[list[_Pair]]) -> Found:
+    # most documents found nothing: one shared empty tuple, no generator each
+    return tuple([_read_pairs_of(pairs) if pairs else () for pairs in raw])
+
+
+def _read_pairs_of(pairs: list[_Pair]) -> tuple[tuple[int, Estimate], ...]:
+    return tuple([(doc_id, Estimate(r, c, back, exact)) for doc_id, r, c, back, exact in pairs])

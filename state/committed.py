@@ -1,0 +1,140 @@
+"""Decoded values that committed transactions left in the store, kept in memory between
+transactions: union-find's parents, rings and cluster sizes, and documents' heads.
+
+Union-find reads a few small values per edge (a parent, a root's size and age, a ring
+neighbour, a document's url and time). Through the store each one is a key to encode, a
+RocksDB lookup and a value to decode: most of the union stage's time. The cache is
+write-through: the store stays the truth, a transaction's writes enter the cache only after
+they are durable (``CacheView.commit``), so a view that is dropped uncommitted (a staged batch
+discarded) leaves nothing behind, and a state reopened or restored from a checkpoint starts
+with an empty cache. Values read from the store enter it too, unless a commit happened while
+they were being read (``generation``): a query in another thread must not put back a value
+the writer has just replaced.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from itertools import islice
+from typing import Any, Generic, Literal, TypeVar
+
+__all__ = ["CACHE_ENTRIES", "CacheView", "CachedTable", "CommittedCache"]
+
+#: values kept per table at most; past it the older half goes. About 100 bytes an entry
+#: (an int key and value; a url, the url's length more): a bound on memory, not a working
+#: set, since the keys union-find reads again are mostly recent documents and clusters' roots
+CACHE_ENTRIES = 1 << 16
+
+Name = Literal["parents", "ring", "clusters", "doc_urls", "doc_fetched", "doc_times"]
+V = TypeVar("V")
+
+_UNKNOWN: Any = object()  # not in a cache (None is a value: the key is absent from the store)
+
+
+class CommittedCache:
+    """The committed values of one state, shared by its views. ``entries=0`` keeps nothing
+    (a follower: another process writes its store)."""
+
+    def __init__(self, entries: int = CACHE_ENTRIES) -> None:
+        if entries < 0:
+            raise ValueError(f"entries={entries}: a cache holds zero or more values")
+        self.entries = entries
+        #: bumped by every commit: a read that straddles one may be stale
+        self.generation = 0
+        self._lock = threading.Lock()
+        self._tables: dict[Name, dict[int, Any]] = {}
+
+    def table(self, name: Name) -> dict[int, Any]:
+        return self._tables.setdefault(name, {})
+
+    def view(self) -> CacheView:
+        return CacheView(self)
+
+    def fill(self, name: Name, key: int, value: Any, generation: int) -> None:
+        """A value read from the store when the cache was at ``generation``."""
+        if not self.entries:
+            return
+        with self._lock:
+            if generation == self.generation:
+                table = self.table(name)
+                table[key] = value
+                self._bound(table)
+
+    def apply(self, writes: dict[Name, dict[int, Any]]) -> None:
+        """The writes of a transaction that has just committed."""
+        with self._lock:
+            self.generation += 1
+            if not self.entries:
+                return
+            for name, values in writes.items():
+                table = self.table(name)
+                table.update(values)
+                self._bound(table)
+
+    def _bound(self, table: dict[int, Any]) -> None:
+        if len(table) > self.entries:
+            for key in list(islice(table, len(table) - self.entries // 2)):  # oldest first
+                del table[key]
+
+
+class CachedTable(Generic[V]):
+    """One table's decoded values as a view sees them: its own writes, then what it read,
+    then the committed cache, then the store (``load``). Every write to the table goes
+    through ``put`` besides the transaction, so that the view reads its own writes here."""
+
+    def __init__(self, cache: CommittedCache, name: Name, load: Callable[[int], V | None]):
+        self._cache = cache
+        self._name = name
+        self._shared = cache.table(name)
+        self._load = load
+        #: this view's writes, which its commit passes on to the cache
+        self.written: dict[int, V | None] = {}
+        #: what this view knows: its writes, and what it read
+        self._known: dict[int, V | None] = {}
+
+    def get(self, key: int) -> V | None:
+        value: V | None = self._known.get(key, _UNKNOWN)
+        if value is _UNKNOWN:
+            value = self._shared.get(key, _UNKNOWN)
+            if value is _UNKNOWN:
+                generation = self._cache.generation
+                value = self._load(key)
+                self._cache.fill(self._name, key, value, generation)
+            self._known[key] = value
+        return value
+
+    def put(self, key: int, value: V | None) -> None:
+        """``value`` None: the key was deleted."""
+        self.written[key] = value
+        self._known[key] = value
+
+    def put_many(self, values: dict[int, V | None]) -> None:
+        self.written.update(values)
+        self._known.update(values)
+
+    def clear(self) -> None:
+        """Forget this view's reads and writes (its transaction committed: as the
+        transaction's own cache, reads start again from what is committed)."""
+        self.written = {}
+        self._known = {}
+
+
+class CacheView:
+    """The cached tables of one state view, committed with it."""
+
+    def __init__(self, cache: CommittedCache) -> None:
+        self._cache = cache
+        self._tables: list[tuple[Name, CachedTable[Any]]] = []
+
+    def table(self, name: Name, load: Callable[[int], V | None]) -> CachedTable[V]:
+        cached: CachedTable[V] = CachedTable(self._cache, name, load)
+        self._tables.append((name, cached))
+        return cached
+
+    def commit(self) -> None:
+        """After the view's transaction is durable: its writes become committed values."""
+        writes = {name: table.written for name, table in self._tables if table.written}
+        self._cache.apply(writes)
+        for _, table in self._tables:
+            table.clear()
