@@ -193,6 +193,10 @@ def _database_options(settings: RocksDBOptions, block_cache: Any) -> Any:
     return options
 
 
+#: catch-ups a follower's walk over a table may need (each after a file it met had gone)
+_WALK_RETRIES = 3
+
+
 def _total_order() -> Any:
     """Iteration over every key, also of a table with a prefix extractor; a whole-table scan
     does not displace the blocks that lookups use from the cache."""
@@ -299,8 +303,8 @@ class RocksDBStore(Store):
         return True
 
     def items(self, table: Table) -> Iterator[tuple[bytes, bytes]]:
-        for key, value in self._family(table).items(read_opt=_total_order()):
-            yield bytes(key), bytes(value)
+        for key, value in self._walk(table, b"", _total_order()):
+            yield key, bytes(value)
 
     def scan(
         self, table: Table, start: bytes = b"", limit: int | None = None
@@ -309,17 +313,61 @@ class RocksDBStore(Store):
             return
         read = ReadOptions()
         read.set_total_order_seek(True)  # a seek in a table with a prefix extractor, too
-        for count, (key, value) in enumerate(
-            self._family(table).items(from_key=start, read_opt=read), start=1
-        ):
-            yield bytes(key), bytes(value)
+        for count, (key, value) in enumerate(self._walk(table, start, read), start=1):
+            yield key, bytes(value)
             if count == limit:
                 return
 
     def keys(self, table: Table) -> Iterator[bytes]:
         # without the values: reading an index's keys (the key filter) copies no postings
-        for key in self._family(table).keys(read_opt=_total_order()):
-            yield bytes(key)
+        for key, _ in self._walk(table, b"", _total_order(), values=False):
+            yield key
+
+    def _walk(
+        self, table: Table, start: bytes, read: Any, values: bool = True
+    ) -> Iterator[tuple[bytes, Any]]:
+        """A table in key order from ``start``. rocksdict's iteration ends quietly at a read
+        error, so a walk that ends looks past its last key once: more keys there, or an
+        error, and the walk goes on after its last key (a follower catching up first: it
+        met a file the writer compacted away); an error that stays is raised."""
+        family = self._family(table)
+        after: bytes | None = None
+        stuck = 0
+        while True:
+            begin = start if after is None else after + b"\x00"  # the next key up
+            before = after
+            try:
+                if values:
+                    for key, value in family.items(from_key=begin, read_opt=read):
+                        after = bytes(key)
+                        yield after, value
+                else:
+                    for key in family.keys(from_key=begin, read_opt=read):
+                        after = bytes(key)
+                        yield after, None
+                untouched = begin if after == before or after is None else after + b"\x00"
+                ended_early = self._holds_from(family, untouched, read)
+            except Exception:
+                ended_early = True
+                if not self.follower:
+                    raise
+            if not ended_early:
+                return
+            stuck = stuck + 1 if after == before else 0
+            if stuck > _WALK_RETRIES:
+                raise StateError(f"a walk over {table!r} keeps stopping after {after!r}")
+            self._caught_up_after_miss()
+
+    @staticmethod
+    def _holds_from(family: Any, position: bytes, read: Any) -> bool:
+        """Whether ``family`` holds a key at or after ``position``; an error that ended a
+        walk there is raised."""
+        cursor = family.iter(read)
+        cursor.seek(position)
+        if cursor.valid():
+            return True
+        cursor.status()
+        return False
 
     def write(self, changes: Changes) -> None:
         for name in changes:

@@ -590,3 +590,34 @@ def test_a_follower_reads_a_file_its_writer_compacted_away_since_it_caught_up(
     finally:
         follower.close()
         writer.close()
+
+
+def test_a_follower_walks_a_table_on_after_its_writer_compacted_it_away(
+    tmp_path: Path,
+) -> None:
+    """A follower's scan that meets a table file the writer's compaction deleted catches up
+    and goes on after the last key it gave: every key once, in order."""
+    writer = RocksDBStore(tmp_path / "state")
+    followers = [
+        RocksDBStore(tmp_path / "state", RocksDBOptions(follower_open_files=16), True)
+        for _ in range(3)
+    ]
+    every = [b"%02d%06d" % (part, n) for part in range(40) for n in range(50)]
+    try:
+        for part in range(40):
+            writer.write({"docs": dict.fromkeys(every[part * 50 : part * 50 + 50], b"first")})
+            writer.compact()
+        for follower in followers:
+            follower.catch_up()
+        writer.write({"docs": {b"%02d%06d" % (part, 0): b"second" for part in range(40)}})
+        writer.compact()
+        walks = [
+            [key for key, _ in followers[0].items("docs")],
+            [key for key, _ in followers[1].scan("docs", every[10])],
+            list(followers[2].keys("docs")),
+        ]
+        assert walks == [every, every[10:], every]
+    finally:
+        for follower in followers:
+            follower.close()
+        writer.close()
