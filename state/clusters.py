@@ -202,11 +202,7 @@ class Clusters:
 
     def _merge(self, survivor: int, retired: int, gauges: dict[str, int]) -> int:
         infos, ring = self._infos, self._ring
-        kept = infos.get(survivor)
-        if kept is None:
-            kept_size, kept_time = 1, self._documents.fetched_micros(survivor)
-        else:
-            kept_size, kept_time = kept & _ID_MASK, kept >> _ID_BITS
+        kept_size, kept_time = self._size_and_time(survivor)
         if survivor == retired:
             return kept_size
         retired_info = infos.get(retired)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import IO
 
-__all__ = ["answers", "start", "stop", "wait_until_answers"]
+__all__ = ["answers", "broker_for_bench", "start", "stop", "wait_until_answers"]
 
 
 def start(output: IO[bytes] | int = subprocess.DEVNULL) -> tuple[subprocess.Popen[bytes], str]:
