@@ -4,6 +4,7 @@ state is not changed."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -45,6 +46,7 @@ def find_similar(
     settings: Settings,
     floor: float = 0.0,
     excerpts: bool = False,
+    limit: int | None = None,
 ) -> list[Match]:
     """Known documents resembling ``doc`` (prepared with ``query=True``), best first, without
     changing the state; with them, those found through the containment index that contain
@@ -57,6 +59,9 @@ def find_similar(
     query: a page half inside ``doc`` may be much smaller than it, so ``doc`` looks up a
     finer sample, and most of what that meets shares too little to tell before its sketch
     is read (3 ms against 1.3 ms on a 100k-document state).
+
+    ``limit``: the best that many only. Ranking needs only the estimates, so only the kept
+    matches read their URLs and clusters (a short query may verify hundreds of candidates).
     """
     matches: dict[int, Match] = {}
     twin = exact_twin(view, doc)
@@ -80,18 +85,27 @@ def find_similar(
             (c, e, "contained")
             for c, e in _containing(view, asking, settings, DEFAULT_QUERY_CONTAINMENT, excerpts)
         ]
+    ranked: dict[int, tuple[Estimate, MatchMethod]] = {}
     for candidate, e, method in found:
         if (
             candidate not in matches
+            and candidate not in ranked
             and candidate != doc.doc_id
             and max(e.resemblance, e.containment, e.containment_reverse) >= floor
         ):
-            ref = ref_of(view, candidate)
-            matches[candidate] = Match(ref, method, e, view.clusters.find(candidate))
-    return sorted(
-        matches.values(),
-        key=lambda m: (-m.estimate.resemblance, -m.estimate.containment, m.doc.doc_id),
+            ranked[candidate] = (e, method)
+    kept = _best(
+        [(m.doc.doc_id, m.estimate) for m in matches.values()]
+        + [(c, e) for c, (e, _) in ranked.items()],
+        lambda e: (-e.resemblance, -e.containment),
+        limit,
     )
+    return [
+        matches[c]
+        if c in matches
+        else Match(ref_of(view, c), ranked[c][1], ranked[c][0], view.clusters.find(c))
+        for c in kept
+    ]
 
 
 def find_containing(
@@ -100,10 +114,12 @@ def find_containing(
     settings: Settings,
     threshold: float,
     excerpts: bool = False,
+    limit: int | None = None,
 ) -> list[Match]:
     """Known documents containing at least ``threshold`` of ``doc`` (prepared with
     ``query=True``): the sources of an excerpt, most containing first; with ``excerpts``,
-    also those at least ``threshold`` inside ``doc``, ranked by the larger containment."""
+    also those at least ``threshold`` inside ``doc``, ranked by the larger containment;
+    ``limit``: the best that many only (see find_similar)."""
     if not settings.containment_sample:
         raise StateError(
             "this state keeps no containment index (it was built with containment_sample 0): "
@@ -115,28 +131,35 @@ def find_containing(
     if excerpts:  # a page inside the query may be much smaller: see find_similar
         finer = max(finer, FINER_LOOKUP)
     asking = doc.looking_up_at(doc.containment_level - finer)
-    matches = [
-        Match(ref_of(view, candidate), "contained", e, view.clusters.find(candidate))
+    found: dict[int, tuple[Estimate, MatchMethod]] = {
+        candidate: (e, "contained")
         for candidate, e in _containing(view, asking, settings, threshold, excerpts)
         if candidate != doc.doc_id
-    ]
+    }
     twin = exact_twin(view, doc)
-    listed = {m.doc.doc_id for m in matches}
     if (
         twin is not None
-        and twin.doc_id not in listed | {doc.doc_id}
+        and twin.doc_id not in found
+        and twin.doc_id != doc.doc_id
         and view.documents.owner_id(twin.doc_id) is not None
     ):
-        cluster = view.clusters.find(twin.doc_id)
-        matches.append(Match(ref_of(view, twin.doc_id), twin.method, EXACT, cluster))
-    return sorted(
-        matches,
-        key=lambda m: (
-            -max(m.estimate.containment, m.estimate.containment_reverse * excerpts),
-            -m.estimate.resemblance,
-            m.doc.doc_id,
-        ),
+        found[twin.doc_id] = (EXACT, twin.method)
+    kept = _best(
+        [(c, e) for c, (e, _) in found.items()],
+        lambda e: (-max(e.containment, e.containment_reverse * excerpts), -e.resemblance),
+        limit,
     )
+    return [Match(ref_of(view, c), found[c][1], found[c][0], view.clusters.find(c)) for c in kept]
+
+
+def _best(
+    found: list[tuple[int, Estimate]],
+    rank: Callable[[Estimate], tuple[float, float]],
+    limit: int | None,
+) -> list[int]:
+    """The documents of ``found`` best first by ``rank`` (then by id), at most ``limit``."""
+    order = sorted(found, key=lambda pair: (*rank(pair[1]), pair[0]))
+    return [doc_id for doc_id, _ in order[:limit]]
 
 
 def _levels_below(threshold: float) -> int:

@@ -113,7 +113,7 @@ def similar_to_content(
     prepared = Preparer(state.settings).prepare([page], query=True)[0]
     view = state.view()
     if containment is None:
-        found = find_similar(view, prepared, state.settings, floor, excerpts)
+        found = find_similar(view, prepared, state.settings, floor, excerpts, limit)
     else:
-        found = find_containing(view, prepared, state.settings, containment, excerpts)
-    return [_match_json(m) for m in found[:limit]]
+        found = find_containing(view, prepared, state.settings, containment, excerpts, limit)
+    return [_match_json(m) for m in found]

@@ -87,3 +87,35 @@ def test_the_default_query_finds_the_sources_and_asked_for_excerpts_the_excerpts
         for excerpts in (False, True):
             (source,) = find_similar(state.view(), excerpt, settings, excerpts=excerpts)
             assert source.doc.url == urls[1] and source.estimate.containment > 0.9
+
+
+def test_a_limited_query_keeps_the_best_of_the_full_ranking() -> None:
+    """``limit`` ranks before it reads the matches' URLs and clusters: the kept matches are
+    the first of the unlimited answer, in its order, for both kinds of query."""
+    settings = Settings()
+    rng = np.random.default_rng(6)
+    words = random_text(rng, 900)
+    # copies of one page with more and more of it replaced, and an exact copy
+    pages = [
+        Page("https://a.example/0", " ".join(words)),
+        Page("https://b.example/0", " ".join(words)),
+    ]
+    for n in range(1, 8):
+        edited = list(words)
+        for at in rng.choice(len(words), size=40 * n, replace=False):
+            edited[int(at)] = "changed"
+        pages.append(Page(f"https://a.example/{n}", " ".join(edited)))
+    with State.open(None, settings) as state:
+        Detector(state).process(pages)
+        query = Preparer(settings).prepare([Page("q:", " ".join(words[:700]))], query=True)[0]
+        view = state.view()
+        similar = find_similar(view, query, settings)
+        containing = find_containing(view, query, settings, 0.5)
+        assert len(similar) > 3 and len(containing) >= 3
+        ranks = [(-m.estimate.resemblance, -m.estimate.containment) for m in similar]
+        assert ranks == sorted(ranks)
+        held = [-m.estimate.containment for m in containing]
+        assert held == sorted(held)
+        for limit in (1, 3, len(pages)):
+            assert find_similar(view, query, settings, limit=limit) == similar[:limit]
+            assert find_containing(view, query, settings, 0.5, limit=limit) == containing[:limit]

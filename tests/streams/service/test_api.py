@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
@@ -284,8 +287,52 @@ def test_the_switch_interval_is_short_only_while_a_query_is_answered(swept_state
         assert _post(running, "/similar", {"content": "a few words"})["matches"] == []
         assert source.intervals == [before / 8]
         assert sys.getswitchinterval() == before
-        with running.answering, running.answering:  # two at once: lowered until both end
-            assert sys.getswitchinterval() == before / 8
+    finally:
+        running.stop()
+
+
+class _Crowded(LiveState):
+    """A live state that notes how many requests read it at once; each read lasts a while, so
+    that requests answered side by side would overlap."""
+
+    def __init__(self, state: State) -> None:
+        super().__init__(state)
+        self._lock = threading.Lock()
+        self._now = 0
+        self.most = 0
+
+    @contextmanager
+    def reading(self) -> Iterator[State]:
+        with self._lock:
+            self._now += 1
+            self.most = max(self.most, self._now)
+        try:
+            time.sleep(0.05)
+            with super().reading() as state:
+                yield state
+        finally:
+            with self._lock:
+                self._now -= 1
+
+
+def test_api_requests_are_answered_one_at_a_time(swept_state: State) -> None:
+    """Answers are Python holding the interpreter lock: side by side they would only trade it,
+    so the service answers one at a time, and a scrape does not wait for them."""
+    before = sys.getswitchinterval()
+    source = _Crowded(swept_state)
+    running = Service(source, interval=60.0, query_switch_interval=before / 8).start()
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(
+                pool.map(
+                    lambda i: call(
+                        running.url + API + "/similar", "POST", {"content": f"{i} words"}
+                    ),
+                    range(4),
+                )
+            )
+        assert [a.status for a in answers] == [200] * 4
+        assert source.most == 1
         assert sys.getswitchinterval() == before
     finally:
         running.stop()
