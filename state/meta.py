@@ -18,7 +18,12 @@ __all__ = [
 ]
 
 #: Bumped whenever a stored layout changes incompatibly.
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
+
+#: older formats a writer upgrades in place when it opens them, with why that is safe
+_UPGRADES = {
+    8: "format 9 adds the containment_log table, and an empty log is format 8's index",
+}
 
 
 def check_or_store_settings(store: Store, settings: Settings | None) -> Settings:
@@ -40,6 +45,9 @@ def check_or_store_settings(store: Store, settings: Settings | None) -> Settings
             }
         )
         return chosen
+    if version is not None and int(version) in _UPGRADES and store.writer_log() is None:
+        store.write({"meta": {b"format": str(FORMAT_VERSION).encode()}})
+        version = str(FORMAT_VERSION).encode()
     if version is None or int(version) != FORMAT_VERSION:
         raise StateError(
             f"the state has format {version!r}, this neardup reads format {FORMAT_VERSION}: "

@@ -114,6 +114,11 @@ class _Carried:
         owners = np.repeat(np.arange(len(key_arrays), dtype=np.int64), lengths)
         firsts = np.repeat(np.cumsum(lengths) - lengths, lengths)
         positions = np.arange(len(flat), dtype=np.int64) - firsts
+        return cls.of_flat(flat, owners, positions)
+
+    @classmethod
+    def of_flat(cls, flat: U32, owners: I64, positions: I64) -> _Carried:
+        """Keys laid end to end, each with its carrier and position (carriers in order)."""
         order = np.argsort(flat, kind="stable")  # stable: carriers stay in batch order
         ordered = flat[order]
         head = np.ones(len(flat), np.bool_)
@@ -219,27 +224,41 @@ class PostingIndex:
                 found.update(Postings.decode(raw, self._layout).doc_ids.tolist())
         return found
 
-    def meet(self, key_arrays: Sequence[U32]) -> Meetings:
+    def meet(
+        self, key_arrays: Sequence[U32], logged: Callable[[U32], list[bytes]] | None = None
+    ) -> Meetings:
         """What each of some documents would meet under its keys, without posting them (a
         query, or documents about to be posted): the stored documents sharing a (non-stop)
-        key, and how many keys each shared; stop keys are counted per document."""
+        key, and how many keys each shared; stop keys are counted per document.
+
+        ``logged``: for distinct keys, the entries posted under each that are yet to be
+        appended to its stored list (``state.posting_log``); a list they take to the cap is
+        a stop key, as it will be once they are appended."""
         stopped = np.zeros(len(key_arrays), np.int64)
         carried = _Carried.of(key_arrays)
         if not len(carried.keys):
             return self._group([], len(key_arrays), stopped)
         key_filter = None if self._key_filter is None else self._key_filter()
         stored = self._stored(carried.keys, _encoded(carried.keys), key_filter)
+        more = [b""] * len(stored) if logged is None else logged(carried.keys)
         width = self._layout.dtype.itemsize
+        full = self._cap * width
         owners, positions = carried.owners.tolist(), carried.positions.tolist()
         met: list[_Met] = []
-        for i, raw in enumerate(stored):
-            if raw is None:
+        for i, (raw, extra) in enumerate(zip(stored, more, strict=True)):
+            if raw is None and not extra:
                 continue
+            if raw is not None and len(raw) % width:  # a stop key
+                value = None
+            else:
+                value = raw + extra if raw else extra
+                if len(value) >= full:  # it reaches the cap once its entries are appended
+                    value = None
             for row in carried.rows(i):
-                if len(raw) % width:  # a stop key
+                if value is None:
                     stopped[owners[row]] += 1
                 else:
-                    met.append(_Met(raw, owners[row], positions[row]))
+                    met.append(_Met(value, owners[row], positions[row]))
         return self._group(met, len(key_arrays), stopped)
 
     def meet_batch(
@@ -360,7 +379,23 @@ class PostingIndex:
         and a key one document carries twice take the general path."""
         if len(sizes) != len(doc_ids) or len(key_arrays) != len(doc_ids):
             raise ValueError(f"the index {self._table!r} needs keys and a size per document")
-        carried = _Carried.of(key_arrays)
+        self._post_carried(_Carried.of(key_arrays), doc_ids, sizes)
+
+    def post_flat(
+        self, keys: U32, owners: I64, doc_ids: Sequence[int], sizes: Sequence[int]
+    ) -> None:
+        """``post_new`` with the documents' keys laid end to end, each key with the index of
+        its document (``owners``, in document order): no array per document."""
+        if len(keys) != len(owners) or len(sizes) != len(doc_ids):
+            raise ValueError(
+                f"the index {self._table!r} needs an owner per key, a size per document"
+            )
+        positions = np.zeros(len(keys), np.int64)  # kept only by an index with positions
+        self._post_carried(_Carried.of_flat(keys, owners, positions), doc_ids, sizes)
+
+    def _post_carried(
+        self, carried: _Carried, doc_ids: Sequence[int], sizes: Sequence[int]
+    ) -> None:
         if not len(carried.keys):
             return
         keys, stored, _ = self._lists_of(carried)

@@ -241,6 +241,12 @@ class RocksDBStore(Store):
             # RocksDB opens a database only with all of its column families: a table an older
             # version kept is opened too (and left alone), so that the format check can speak
             existing = Rdict.list_cf(str(self.path)) if (self.path / "CURRENT").exists() else []
+            if follow and set(TABLES) - set(existing):
+                raise StateError(
+                    f"the state lacks the tables {sorted(set(TABLES) - set(existing))} of "
+                    "this neardup's format: a reader cannot add them; open it once with "
+                    "`neardup run` or a worker of this version, which upgrades it"
+                )
             database = _database_options(tuning, cache)
             if follow:
                 database.set_max_open_files(tuning.follower_open_files)

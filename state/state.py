@@ -16,6 +16,7 @@ from .documents import Documents, FingerprintTable, Seen, UrlHistory
 from .key_filter import KeyFilter
 from .memory import MemoryStore
 from .meta import Counters, LogOffsets, check_or_store_settings
+from .posting_log import LoggedPostings, PostingLog
 from .postings import INDEX_TABLES, IndexTable, PostingIndex, read_key_filter
 from .rocksdb import FOLLOWER_OPTIONS, RocksDBOptions, RocksDBStore
 from .store import Store
@@ -33,6 +34,7 @@ class StateView:
         settings: Settings,
         key_filter: Callable[[IndexTable], KeyFilter] | None = None,
         cache: CommittedCache | None = None,
+        logged: LoggedPostings | None = None,
     ) -> None:
         self.tx = Transaction(store)
         self._cache = (cache or CommittedCache(0)).view()
@@ -46,13 +48,18 @@ class StateView:
         self.short_shingles = PostingIndex(
             self.tx, "shingles", cap, SHORT_ENTRY, _of(key_filter, "shingles")
         )
-        self.containment = PostingIndex(
+        containment = PostingIndex(
             self.tx,
             "containment",
             settings.containment_cap,
             CONTAINMENT_ENTRY,
             _of(key_filter, "containment"),
             count_stop_requests=False,
+        )
+        # most of a page's containment keys are those its near-duplicates posted a moment
+        # before: logged, and folded into the lists a range of keys at a time
+        self.containment = PostingLog(
+            self.tx, containment, logged or _containment_log(), settings.containment_cap
         )
         self.clusters = Clusters(self.tx, self.documents, self._cache)
         self.urls = UrlHistory(self.tx)
@@ -62,6 +69,10 @@ class StateView:
     def commit(self) -> None:
         self.tx.commit()
         self._cache.commit()  # only once durable: a view dropped uncommitted leaves nothing
+
+
+def _containment_log() -> LoggedPostings:
+    return LoggedPostings("containment", "containment_log", CONTAINMENT_ENTRY)
 
 
 def _of(
@@ -87,6 +98,7 @@ class State:
         self._filters = store.writer_log() is None
         # union-find's committed values, decoded; a follower's writer commits elsewhere
         self._committed = CommittedCache(cache_entries if self._filters else 0)
+        self._containment_log = _containment_log()
 
     def key_filter(self, table: IndexTable) -> KeyFilter:
         """The filter of the keys of a posting index, read from the store when first used: a
@@ -147,6 +159,7 @@ class State:
             self.settings,
             self.key_filter if self._filters else None,
             self._committed,
+            self._containment_log,
         )
 
     def close(self) -> None:

@@ -25,6 +25,7 @@ Table = Literal[
     "supershingles",  # super-shingle -> posting list of doc ids
     "shingles",  # short-document shingle -> posting list of doc ids
     "containment",  # containment sample value -> posting list of doc ids
+    "containment_log",  # record number -> a batch's containment postings, not yet in the lists
     "stopkeys",  # index name + key -> how many documents asked for it
     "parents",  # doc id -> parent doc id and next member (union-find; roots have none)
     "clusters",  # root doc id -> ClusterInfo (clusters of two or more)

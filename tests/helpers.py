@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from neardup.core import Page
-from neardup.state import DocRecord, State, StateView
+from neardup.state import TABLES, DocRecord, State, StateView
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "samples" / "pages.jsonl"
@@ -97,3 +97,15 @@ def two_sweeps() -> tuple[list[Page], list[Page], dict[str, list[str]]]:
         Page("https://mirror.example/3", " ".join(texts["three"]), "2026-02-01T00:00:03Z"),
     ]
     return first, second, texts
+
+
+def settled_tables(state: State) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Every table of a state once its containment log is folded into the lists (which it
+    commits): what two states given the same documents in other batches hold alike. The
+    log's records and marks depend on the batches, so they are left out."""
+    view = state.view()
+    view.containment.fold_all()
+    view.commit()
+    tables = {table: list(state.store.items(table)) for table in TABLES}
+    tables["meta"] = [(key, value) for key, value in tables["meta"] if not key.startswith(b"log:")]
+    return tables

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from neardup.core import IncompatibleStateError, Settings, StateError
 from neardup.core.records import format_fetched_at
 from neardup.state import (
+    TABLES,
     ClusterInfo,
     DocRecord,
     Meetings,
@@ -33,6 +34,7 @@ from neardup.state.codec import (
     fetched_at_to_micros,
 )
 from neardup.state.rocksdb import RocksDBOptions, RocksDBStore
+from rocksdict import Options, Rdict
 
 from tests.helpers import merge_edges
 
@@ -51,6 +53,34 @@ def test_settings_are_stored_and_incompatible_reopen_is_refused(tmp_path: Path) 
         State.open(tmp_path / "s", Settings())
     with State.open(tmp_path / "s", Settings(shingle_size=7, posting_cap=50)) as state:
         assert state.settings.posting_cap == 50  # not a sketch parameter: may change
+
+
+def test_a_format_8_state_is_upgraded_by_a_writer_and_explained_to_a_reader(
+    tmp_path: Path,
+) -> None:
+    """Format 9 only adds the containment log, empty in a state of format 8: a writer adds
+    it and goes on; a reader, which cannot, says what to do."""
+    with State.open(tmp_path / "s") as state:
+        view = state.view()
+        view.containment.post_new([_k("ab")], [1], [0])
+        view.containment.fold_all()
+        view.commit()
+    old = Rdict(
+        str(tmp_path / "s"),
+        Options(raw_mode=True),
+        column_families={table: Options(raw_mode=True) for table in TABLES if table != "default"},
+    )
+    old.drop_column_family("containment_log")
+    old.get_column_family("meta").put(b"format", b"8")  # as format 8 wrote it
+    old.close()
+    del old
+    with pytest.raises(StateError, match="open it once with `neardup run`"):
+        State.follow(tmp_path / "s")
+    with State.open(tmp_path / "s") as state:
+        assert state.store.get("meta", b"format") == b"9"
+        assert state.view().containment.meet([_k("a")]).met(0) == {1}
+    with State.follow(tmp_path / "s") as reader:
+        assert reader.view().containment.meet([_k("b")]).met(0) == {1}
 
 
 @given(
@@ -532,7 +562,7 @@ def test_a_query_meets_what_a_new_document_would_and_posts_nothing() -> None:
     keys would, counts stop keys, and writes nothing."""
     with State.open(None, Settings(containment_cap=3)) as state:
         view = state.view()
-        view.containment.meet_batch(
+        view.containment.lists.meet_batch(
             [_k("ab"), _k("bcd"), _k("d"), _k("d")], [1, 2, 3, 4], [5, 6, 7, 8]
         )
         view.commit()

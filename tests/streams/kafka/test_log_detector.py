@@ -23,7 +23,7 @@ from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.kafka.log_detector import LogDetector
 from neardup.streams.kafka.prepared_codec import encode_batch
 
-from tests.helpers import family_pages, partition
+from tests.helpers import family_pages, partition, settled_tables
 
 LOG = "nd-prepared"
 CRASHES = ("none", "before-send", "before-commit", "before-ack", "new-worker")
@@ -122,7 +122,7 @@ def test_a_state_rebuilt_from_the_log_is_the_state_that_applied_it() -> None:
         for offset in range(0, len(log), 2):
             once.commit(once.stage([(o, log[o]) for o in range(offset, min(offset + 2, len(log)))]))
         _catch_up(LogDetector(rebuilt, LOG), log, len(log))
-        assert _tables(rebuilt) == _tables(live)
+        assert settled_tables(rebuilt) == settled_tables(live)
         assert LogDetector(live, LOG).next_offset == len(log)
 
 

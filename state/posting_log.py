@@ -1,0 +1,353 @@
+"""New postings of an index logged a batch at a time, and folded into its lists a key range
+at a time.
+
+Appending a document to a posting list reads the list and writes it back whole (rocksdict
+has no merge operator). A page of a near-duplicate family appends to the lists its family
+appended to a moment before: on the 20k benchmark corpus, the containment lists appended to
+batch by batch (256 pages) took 658k rewrites for 891k postings. So a batch writes its new
+postings as one record of the log instead, and folds one of ``FOLD_RANGES`` key ranges (the
+top four bits of a key) of every record into the lists. A posting then waits at most
+``FOLD_RANGES`` batches, and a list gets all its family's postings of those batches in one
+rewrite: 296k rewrites for the same postings, with the same cost every batch.
+
+A reader sees a list as its stored value followed by the postings of its key still in the
+log, in the order they were logged: exactly the list that posting batch by batch would have
+stored, stop keys included (a list that reaches the cap is a stop key, folded or not). The
+log's records and the fold marks are read from the store, decoded once per process, and
+shared by a state's views (``LoggedPostings``); a view's own uncommitted record is added to
+what it reads (``PostingLog``).
+
+A record: the number of documents n (4 bytes), their ids (8 bytes each), sizes (2 bytes),
+key counts (4 bytes), then every document's keys (4 bytes each, big-endian). The meta value
+``log:<index>``: the next record number, and per range the last record folded into it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from neardup.core import StateError
+
+from .codec import EntryLayout
+from .postings import IndexTable, Meetings, PostingIndex
+from .store import Store, Table
+from .transaction import Transaction
+
+__all__ = ["FOLD_RANGES", "LoggedPostings", "PostingLog"]
+
+I64 = npt.NDArray[np.int64]
+U32 = npt.NDArray[np.uint32]
+U64 = npt.NDArray[np.uint64]
+
+#: key ranges, one folded per batch: the batches a posting waits in the log
+FOLD_RANGES = 16
+_RANGE_SHIFT = np.uint32(28)  # the top four bits of a key name its range
+_MARKS = np.dtype(">i8")
+#: reads of the log a reader tries while a writer's commits keep folding what it reads
+_READ_TRIES = 10
+
+
+def _ranges(keys: U32) -> I64:
+    ranges: I64 = (keys >> _RANGE_SHIFT).astype(np.int64)
+    return ranges
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    """One batch's postings, as logged (per document), by key (for lookups) and by key range
+    (for folding)."""
+
+    seq: int
+    doc_ids: U64
+    sizes: I64
+    lengths: I64
+    keys: U32  # every document's keys, document after document
+    owners: I64  # the document of each of ``keys``
+    by_key: U32  # ``keys`` sorted, documents in order within a key
+    entries: bytes  # the index entry of each of ``by_key``, packed
+    by_range: I64  # positions in ``keys``, range after range, documents in order
+    range_starts: I64  # where each range starts in ``by_range`` (and where the last ends)
+
+    @classmethod
+    def of(
+        cls, seq: int, doc_ids: U64, sizes: I64, lengths: I64, keys: U32, layout: EntryLayout
+    ) -> _Record:
+        owners = np.repeat(np.arange(len(doc_ids), dtype=np.int64), lengths)
+        order = np.argsort(keys, kind="stable")
+        entries = layout.pack_many(doc_ids[owners[order]], sizes[owners[order]], 0)
+        ranges = _ranges(keys)
+        by_range = np.argsort(ranges, kind="stable").astype(np.int64)
+        starts = np.searchsorted(ranges[by_range], np.arange(FOLD_RANGES + 1)).astype(np.int64)
+        return cls(
+            seq, doc_ids, sizes, lengths, keys, owners, keys[order], entries, by_range, starts
+        )
+
+    @classmethod
+    def decode(cls, seq: int, raw: bytes, layout: EntryLayout) -> _Record:
+        n = int.from_bytes(raw[:4], "big")
+        at = 4
+        if len(raw) < at + 14 * n:
+            raise StateError(f"posting log record {seq} has {len(raw)} bytes: the state is damaged")
+        doc_ids = np.frombuffer(raw, ">u8", n, at).astype(np.uint64)
+        at += 8 * n
+        sizes = np.frombuffer(raw, ">u2", n, at).astype(np.int64)
+        at += 2 * n
+        lengths = np.frombuffer(raw, ">u4", n, at).astype(np.int64)
+        at += 4 * n
+        total = int(lengths.sum())
+        if len(raw) != at + 4 * total:
+            raise StateError(f"posting log record {seq} has {len(raw)} bytes: the state is damaged")
+        keys = np.frombuffer(raw, ">u4", total, at).astype(np.uint32)
+        return cls.of(seq, doc_ids, sizes, lengths, keys, layout)
+
+    def encode(self) -> bytes:
+        return b"".join(
+            [
+                len(self.doc_ids).to_bytes(4, "big"),
+                self.doc_ids.astype(">u8").tobytes(),
+                self.sizes.astype(">u2").tobytes(),
+                self.lengths.astype(">u4").tobytes(),
+                self.keys.astype(">u4").tobytes(),
+            ]
+        )
+
+    def in_range(self, fold_range: int) -> tuple[U32, I64]:
+        """The keys in a range, document after document, and the document of each."""
+        at = self.by_range[self.range_starts[fold_range] : self.range_starts[fold_range + 1]]
+        return self.keys[at], self.owners[at]
+
+
+@dataclass(frozen=True, slots=True)
+class _Marks:
+    """The next record's number, and per range the last record folded into the lists."""
+
+    next_seq: int = 0
+    folded: tuple[int, ...] = (-1,) * FOLD_RANGES
+
+    @classmethod
+    def decode(cls, raw: bytes | None) -> _Marks:
+        if raw is None:
+            return cls()
+        values = np.frombuffer(raw, _MARKS).tolist()
+        return cls(values[0], tuple(values[1:]))
+
+    def encode(self) -> bytes:
+        return np.array([self.next_seq, *self.folded], _MARKS).tobytes()
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """The log as one reader sees it: its records (oldest first) and marks."""
+
+    records: tuple[_Record, ...]
+    marks: _Marks
+    _folded: I64 = field(init=False)
+    #: every record's keys by key, each tagged with the record's place in the snapshot
+    #: (record << 32 | key: sorted, so one search finds a key in every record), and where
+    #: each record starts there; made at the first lookup
+    _tagged: tuple[U64, list[int]] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_folded", np.array(self.marks.folded, np.int64))
+
+    def _tags(self) -> tuple[U64, list[int]]:
+        if self._tagged is None:
+            tagged = np.concatenate(
+                [
+                    (np.uint64(place) << np.uint64(32)) | record.by_key.astype(np.uint64)
+                    for place, record in enumerate(self.records)
+                ]
+            )
+            starts = np.cumsum([0] + [len(r.by_key) for r in self.records]).tolist()
+            object.__setattr__(self, "_tagged", (tagged, starts))
+        assert self._tagged is not None
+        return self._tagged
+
+    def entries(self, keys: U32, width: int) -> list[bytes]:
+        """For each of ``keys`` (distinct), its postings still in the log, packed, in the
+        order they were logged."""
+        parts: list[list[bytes]] = [[] for _ in range(len(keys))]
+        if not self.records or not len(keys):
+            return [b""] * len(keys)
+        tagged, starts = self._tags()
+        count = len(self.records)
+        places = np.repeat(np.arange(count, dtype=np.uint64), len(keys))
+        asked = (places << np.uint64(32)) | np.tile(keys.astype(np.uint64), count)
+        lo = np.searchsorted(tagged, asked, "left")
+        hi = np.searchsorted(tagged, asked, "right")
+        seqs = np.repeat(np.array([r.seq for r in self.records], np.int64), len(keys))
+        live = (hi > lo) & (np.tile(self._folded[_ranges(keys)], count) < seqs)
+        for at in np.flatnonzero(live).tolist():  # record after record: in logged order
+            place, key = divmod(at, len(keys))
+            start = starts[place]
+            record = self.records[place]
+            parts[key].append(record.entries[(lo[at] - start) * width : (hi[at] - start) * width])
+        return [b"".join(p) for p in parts]
+
+    def unfolded(self, fold_range: int | None) -> tuple[U32, I64, list[int], list[int]]:
+        """The postings of a range (None: of every range) not yet folded, in the order they
+        were logged: their keys, the document of each (an index into the documents that
+        follow), and the ids and sizes of the records' documents, record after record."""
+        keys: list[U32] = []
+        owners: list[I64] = []
+        doc_ids: list[int] = []
+        sizes: list[int] = []
+        for record in self.records:
+            if fold_range is None:
+                live = record.seq > self._folded[_ranges(record.keys)]
+                chosen, owner = record.keys[live], record.owners[live]
+            elif record.seq <= self.marks.folded[fold_range]:
+                continue
+            else:
+                chosen, owner = record.in_range(fold_range)
+            keys.append(chosen)
+            owners.append(owner + len(doc_ids))
+            doc_ids += record.doc_ids.tolist()
+            sizes += record.sizes.tolist()
+        if not keys:
+            return np.zeros(0, np.uint32), np.zeros(0, np.int64), [], []
+        return np.concatenate(keys), np.concatenate(owners), doc_ids, sizes
+
+
+class LoggedPostings:
+    """An index's log as this process last read it from its store, shared by the views of a
+    state: each record is read and decoded once."""
+
+    def __init__(self, index: IndexTable, table: Table, layout: EntryLayout) -> None:
+        self.table = table
+        self.layout = layout
+        self.meta_key = b"log:" + index.encode()
+        self._lock = threading.Lock()
+        self._records: dict[int, _Record] = {}
+        #: the marks last read, as stored, and the log they describe
+        self._raw: bytes | None = None
+        self._snapshot: _Snapshot | None = None
+
+    def read(self, store: Store, marks: _Marks | None = None) -> _Snapshot:
+        """The committed log (``marks``: as the reader's transaction has them, when it
+        wrote them).
+
+        Every batch writes the marks, so unchanged marks are an unchanged log; and the
+        records are those numbered after the last one folded into every range, up to the
+        next: none is listed."""
+        for _ in range(_READ_TRIES):
+            raw = store.get("meta", self.meta_key)
+            with self._lock:
+                if raw == self._raw and self._snapshot is not None:
+                    snapshot = self._snapshot
+                    break
+            committed = _Marks.decode(raw)
+            live = range(min(committed.folded) + 1, committed.next_seq)
+            with self._lock:
+                known = {seq: self._records[seq] for seq in live if seq in self._records}
+            missing = [seq for seq in live if seq not in known]
+            raws = store.get_many(self.table, [seq.to_bytes(8, "big") for seq in missing])
+            if any(value is None for value in raws):
+                continue  # folded by a commit since the marks were read: read them again
+            for seq, value in zip(missing, raws, strict=True):
+                assert value is not None
+                known[seq] = _Record.decode(seq, value, self.layout)
+            snapshot = _Snapshot(tuple(known[seq] for seq in live), committed)
+            with self._lock:
+                self._records, self._raw, self._snapshot = known, raw, snapshot
+            break
+        else:
+            raise StateError(f"the {self.table!r} log keeps changing while it is read")
+        if marks is None or marks == snapshot.marks:
+            return snapshot
+        return _Snapshot(snapshot.records, marks)
+
+
+class PostingLog:
+    """A posting index (``index``) whose new documents are logged, as one view reads and
+    writes it: ``meet`` as ``PostingIndex.meet``, ``post_new`` as ``PostingIndex.post_new``
+    (each adds what the other does, in the same transaction)."""
+
+    def __init__(
+        self, tx: Transaction, index: PostingIndex, logged: LoggedPostings, cap: int
+    ) -> None:
+        self._tx = tx
+        self._index = index
+        self._logged = logged
+        self._cap = cap
+        #: this view's uncommitted records, and the committed ones it deleted
+        self._written: list[_Record] = []
+        self._deleted: set[int] = set()
+
+    def fold_all(self) -> None:
+        """Fold every posting of the log into the lists, and empty the log: the lists are
+        then what posting batch by batch would have stored (a state to compare byte for
+        byte with another that was given the same documents in other batches)."""
+        snapshot = self._snapshot()
+        keys, owners, doc_ids, sizes = snapshot.unfolded(None)
+        self._index.post_flat(keys, owners, doc_ids, sizes)
+        for record in snapshot.records:
+            self._tx.delete(self._logged.table, record.seq.to_bytes(8, "big"))
+            self._deleted.add(record.seq)
+        self._written = []
+        last = snapshot.marks.next_seq - 1
+        folded = (last,) * FOLD_RANGES
+        self._tx.put("meta", self._logged.meta_key, _Marks(last + 1, folded).encode())
+
+    @property
+    def lists(self) -> PostingIndex:
+        """The stored lists, without the log."""
+        return self._index
+
+    def _snapshot(self) -> _Snapshot:
+        marks = _Marks.decode(self._tx.get("meta", self._logged.meta_key))
+        if not self._written and not self._deleted:
+            return self._logged.read(self._tx.store, marks)
+        committed = self._logged.read(self._tx.store, marks).records
+        kept = [r for r in committed if r.seq not in self._deleted] + self._written
+        return _Snapshot(tuple(kept), marks)
+
+    def meet(self, key_arrays: Sequence[U32]) -> Meetings:
+        """What each document would meet under its keys, the logged postings included."""
+        snapshot = self._snapshot()
+        width = self._logged.layout.dtype.itemsize
+        return self._index.meet(key_arrays, lambda keys: snapshot.entries(keys, width))
+
+    def post_new(
+        self, key_arrays: Sequence[U32], doc_ids: Sequence[int], sizes: Sequence[int]
+    ) -> None:
+        """Log new documents, as ``PostingIndex.post_new`` would post them, and fold one key
+        range of the log into the lists."""
+        if len(sizes) != len(doc_ids) or len(key_arrays) != len(doc_ids):
+            raise ValueError("the posting log needs keys and a size per document")
+        if not any(len(keys) for keys in key_arrays):
+            return  # nothing to log (a batch replayed, already applied): nothing changes
+        snapshot = self._snapshot()
+        marks = snapshot.marks
+        seq = marks.next_seq
+        fold_range = seq % FOLD_RANGES
+        self._index.post_flat(*snapshot.unfolded(fold_range))
+        folded = list(marks.folded)
+        folded[fold_range] = seq - 1
+        done = min(folded)
+        for record in snapshot.records:
+            if record.seq <= done:
+                self._tx.delete(self._logged.table, record.seq.to_bytes(8, "big"))
+                self._deleted.add(record.seq)
+        self._written = [r for r in self._written if r.seq > done]
+        lengths = np.fromiter((len(keys) for keys in key_arrays), np.int64, len(key_arrays))
+        keys: U32 = (
+            np.concatenate(key_arrays).astype(np.uint32, copy=False)
+            if lengths.sum()
+            else np.zeros(0, np.uint32)
+        )
+        record = _Record.of(
+            seq,
+            np.asarray(doc_ids, np.uint64),
+            np.asarray(sizes, np.int64),
+            lengths,
+            keys,
+            self._logged.layout,
+        )
+        self._tx.put(self._logged.table, seq.to_bytes(8, "big"), record.encode())
+        self._written.append(record)
+        self._tx.put("meta", self._logged.meta_key, _Marks(seq + 1, tuple(folded)).encode())
