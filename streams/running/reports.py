@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from neardup.core import Page, Preparer
+from neardup.core import Page
 from neardup.state import State
 from neardup.state.postings import INDEX_TABLES
 
 from ..detection import METHODS, Match, find_containing, find_similar, format_id
+from .queries import query_preparer
 
 __all__ = ["cluster_lines", "similar_to_content", "statistics"]
 
@@ -110,7 +111,7 @@ def similar_to_content(
 
     ``containment`` is of the query in the match, ``contains`` of the match in the query.
     """
-    prepared = Preparer(state.settings).prepare([page], query=True)[0]
+    prepared = query_preparer(state.settings).prepare([page], query=True)[0]
     view = state.view()
     if containment is None:
         found = find_similar(view, prepared, state.settings, floor, excerpts, limit)

@@ -336,3 +336,41 @@ def test_api_requests_are_answered_one_at_a_time(swept_state: State) -> None:
         assert sys.getswitchinterval() == before
     finally:
         running.stop()
+
+
+def _raw(service: Service, request: bytes) -> bytes:
+    """What the server sends back to one raw request, up to when it closes the connection."""
+    host, port = service.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+        return answer
+
+
+def test_header_lines_are_read_as_the_protocol_says(service: Service) -> None:
+    """Names in any case, a repeated field's first value, keep-alive until ``close``; a
+    folded line, a name with white space, too many fields or too long a line are refused,
+    and the connection closed."""
+    stats = b"GET /api/v1/stats HTTP/1.1\r\nhost: x\r\n"
+    answer = _raw(service, stats + b"CONNECTION:  close \r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200") and b'"documents"' in answer
+    two = _raw(service, stats + b"\r\n" + stats + b"Connection: close\r\n\r\n")
+    assert two.count(b"HTTP/1.1 200") == 2  # kept alive between them
+    body = b'{"content": "a few words"}'
+    posted = _raw(
+        service,
+        b"POST /api/v1/similar HTTP/1.1\r\ncontent-length: %d\r\nContent-Length: 0\r\n"
+        b"Connection: close\r\n\r\n%s" % (len(body), body),
+    )
+    assert posted.startswith(b"HTTP/1.1 200") and b'"matches"' in posted
+    for bad, status in [
+        (stats + b"X-Folded: a\r\n  b\r\n\r\n", b"400"),
+        (stats + b"X-Bad : a\r\n\r\n", b"400"),
+        (stats + b"no colon\r\n\r\n", b"400"),
+        (stats + b"".join(b"X-%d: 1\r\n" % n for n in range(101)) + b"\r\n", b"431"),
+        (stats + b"X-Long: " + b"a" * 70000 + b"\r\n\r\n", b"431"),
+    ]:
+        assert _raw(service, bad).startswith(b"HTTP/1.1 " + status), bad[:60]
+    assert call(service.url + API + "/stats").status == 200  # and the server goes on
