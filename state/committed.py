@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from itertools import islice
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 __all__ = ["CACHE_ENTRIES", "CacheView", "CachedTable", "CommittedCache"]
 
@@ -78,46 +78,51 @@ class CommittedCache:
                 del table[key]
 
 
-class CachedTable(Generic[V]):
+class CachedTable(dict[int, V | None]):
     """One table's decoded values as a view sees them: its own writes, then what it read,
-    then the committed cache, then the store (``load``). Every write to the table goes
-    through ``put`` besides the transaction, so that the view reads its own writes here."""
+    then the committed cache, then the store (``load``). Read it as a dict, ``table[key]``
+    (None: the key is absent from the store): a key the view has seen is a plain dict
+    lookup, with no Python call, and only a key it has not is looked up further
+    (``__missing__``). Every write to the table goes through ``put`` besides the
+    transaction, so that the view reads its own writes here."""
 
     def __init__(self, cache: CommittedCache, name: Name, load: Callable[[int], V | None]):
+        super().__init__()
         self._cache = cache
         self._name = name
         self._shared = cache.table(name)
         self._load = load
         #: this view's writes, which its commit passes on to the cache
         self.written: dict[int, V | None] = {}
-        #: what this view knows: its writes, and what it read
-        self._known: dict[int, V | None] = {}
 
-    def get(self, key: int) -> V | None:
-        value: V | None = self._known.get(key, _UNKNOWN)
+    def __missing__(self, key: int) -> V | None:
+        value: V | None = self._shared.get(key, _UNKNOWN)
         if value is _UNKNOWN:
-            value = self._shared.get(key, _UNKNOWN)
-            if value is _UNKNOWN:
-                generation = self._cache.generation
-                value = self._load(key)
-                self._cache.fill(self._name, key, value, generation)
-            self._known[key] = value
+            generation = self._cache.generation
+            value = self._load(key)
+            self._cache.fill(self._name, key, value, generation)
+        self[key] = value
         return value
+
+    def get(self, key: int, default: object = None) -> V | None:
+        """``table[key]``: every key has a value here, which may be None (``default`` is
+        never used), where ``dict.get`` would miss the keys not yet read."""
+        return self[key]
 
     def put(self, key: int, value: V | None) -> None:
         """``value`` None: the key was deleted."""
         self.written[key] = value
-        self._known[key] = value
+        self[key] = value
 
     def put_many(self, values: dict[int, V | None]) -> None:
         self.written.update(values)
-        self._known.update(values)
+        self.update(values)
 
     def clear(self) -> None:
         """Forget this view's reads and writes (its transaction committed: as the
         transaction's own cache, reads start again from what is committed)."""
         self.written = {}
-        self._known = {}
+        super().clear()
 
 
 class CacheView:

@@ -90,17 +90,17 @@ class Documents:
 
     def ref(self, doc_id: int) -> StoredRef | None:
         """The url and fetched_at of a stored document, without decoding its sketch."""
-        url = self._urls.get(doc_id)
+        url = self._urls[doc_id]
         if url is None:
             return None
-        formatted = _formatted(self._fetched.get(doc_id) or "")
+        formatted = _formatted(self._fetched[doc_id] or "")
         if formatted is None:
             formatted = fetched_at_from_micros(self.fetched_micros(doc_id))
         return StoredRef(url, formatted)
 
     def fetched_micros(self, doc_id: int) -> int:
         """A document's fetched_at in microseconds (``NO_TIME`` when missing or unknown)."""
-        micros = self._times.get(doc_id)
+        micros = self._times[doc_id]
         return NO_TIME if micros is None else micros
 
     def owner_id(self, doc_id: int) -> int | None:

@@ -138,3 +138,22 @@ def test_a_read_that_straddles_a_commit_is_not_kept_and_the_cache_stays_bounded(
     follower.fill("parents", 1, 10, follower.generation)
     follower.apply({"parents": {2: 20}})
     assert follower.table("parents") == {}
+
+
+def test_a_cached_table_reads_each_key_once_and_get_reads_it_too() -> None:
+    loads: list[int] = []
+
+    def load(key: int) -> int | None:
+        loads.append(key)
+        return key * 10 if key % 2 else None
+
+    cache = CommittedCache(entries=16)
+    table = cache.view().table("parents", load)
+    assert table.get(1) == 10  # not dict.get's None for a key the view has not read yet
+    assert table[1] == 10
+    assert table[2] is None and table.get(2) is None  # absent from the store
+    assert loads == [1, 2]
+    assert cache.table("parents") == {1: 10, 2: None}  # for the views after this one
+    table.put(3, 30)
+    assert table[3] == 30 and loads == [1, 2]  # a view reads its own writes
+    assert 3 not in cache.table("parents")  # not committed
