@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from .codec import (
     CLUSTER_LAYOUT,
@@ -49,9 +49,16 @@ _SIZE_KEY = struct.Struct(">QQ")
 _CLASS_COUNTERS = tuple(f"cluster_sizes:{number}" for number in range(65))
 
 
-def _size_key(size: int, root: int) -> bytes:
-    """Larger clusters first, then smaller ids."""
-    return _SIZE_KEY.pack(_INVERTED - size, root)
+#: a size key, of (_INVERTED - size, root): larger clusters first, then smaller ids
+_SIZE_KEY_PACK = _SIZE_KEY.pack
+
+
+def _unsize(writes: dict[bytes, bytes | None], key: bytes) -> None:
+    """Delete a size key. One that this transaction put was never stored (a cluster's size
+    only grows, so its stored key is for a smaller size): it is dropped, with no tombstone
+    for RocksDB to write and compact away."""
+    if writes.pop(key, None) is None:
+        writes[key] = None
 
 
 def _count(changes: dict[str, int], kept_size: int, retired_size: int, size: int) -> None:
@@ -139,15 +146,15 @@ class Clusters:
     def find(self, doc_id: int) -> int:
         """The root (cluster id) of a document's cluster."""
         parents = self._parents
-        entry = parents.get(doc_id)
+        entry = parents[doc_id]
         if entry is None:
             return doc_id
         parent = entry & _ID_MASK
-        if parents.get(parent) is None:  # most finds: a root, or a member of one
+        if parents[parent] is None:  # most finds: a root, or a member of one
             return parent
         path = []
         node = doc_id
-        while (entry := parents.get(node)) is not None:
+        while (entry := parents[node]) is not None:
             path.append((node, entry))
             node = entry & _ID_MASK
         for visited, entry in path[:-1]:  # the last one already points at the root
@@ -161,7 +168,7 @@ class Clusters:
 
     def _size_and_time(self, root: int) -> tuple[int, int]:
         """(size, root's fetched_at in microseconds): ``info`` without formatting the time."""
-        found = self._infos.get(root)
+        found = self._infos[root]
         if found is not None:
             return found & _ID_MASK, found >> _ID_BITS
         return 1, self._documents.fetched_micros(root)
@@ -188,36 +195,43 @@ class Clusters:
         return self._merge(survivor, retired, gauges)
 
     def join(
-        self, doc_id: int, matches: Iterable[int], gauges: dict[str, int]
+        self, doc_id: int, matches: Sequence[int], gauges: dict[str, int]
     ) -> tuple[int, int, list[tuple[int, int]]]:
         """Join a document new to the state (``add_singles``) with the clusters of its
         ``matches``: the oldest cluster (``age``) keeps its id. Returns that id, the size once
         the document joined, and each other cluster merged into it, oldest first, with the
         size after it; ``gauges`` as for ``merge``."""
-        roots = {self.find(match) for match in matches}
-        ordered = sorted(roots, key=self.age) if len(roots) > 1 else list(roots)
-        survivor = ordered[0]
+        if len(matches) == 1:  # most documents: one match, one cluster, nothing to order
+            survivor, others = self.find(matches[0]), []
+        else:
+            roots = {self.find(match) for match in matches}
+            ordered = sorted(roots, key=self.age) if len(roots) > 1 else list(roots)
+            survivor, others = ordered[0], ordered[1:]
         size = self._merge(survivor, doc_id, gauges)
-        return survivor, size, [(root, self._merge(survivor, root, gauges)) for root in ordered[1:]]
+        return survivor, size, [(root, self._merge(survivor, root, gauges)) for root in others]
 
     def _merge(self, survivor: int, retired: int, gauges: dict[str, int]) -> int:
         infos, ring = self._infos, self._ring
-        kept_size, kept_time = self._size_and_time(survivor)
+        kept = infos[survivor]  # as _size_and_time, without the call
+        if kept is None:
+            kept_size, kept_time = 1, self._documents.fetched_micros(survivor)
+        else:
+            kept_size, kept_time = kept & _ID_MASK, kept >> _ID_BITS
         if survivor == retired:
             return kept_size
-        retired_info = infos.get(retired)
+        retired_info = infos[retired]
         retired_size = 1 if retired_info is None else retired_info & _ID_MASK
         size = kept_size + retired_size
         # splice the two member rings: next(survivor) <-> next(retired); a root's next is in
         # ``ring`` (a root has no parent), or it is a ring of one
-        after_survivor = ring.get(survivor)
+        after_survivor = ring[survivor]
         after = survivor if after_survivor is None else after_survivor
-        retired_next = ring.get(retired)
+        retired_next = ring[retired]
         after_retired = retired if retired_next is None else retired_next
         survivor_key, retired_key = encode_id(survivor), encode_id(retired)
         writes = self._tx.writes
         writes("parents")[retired_key] = survivor_key + encode_id(after)
-        self._parents.put(retired, _parent_entry(survivor, after))
+        self._parents.put(retired, survivor | (after + 1) << _ID_BITS)  # _parent_entry
         ring_writes = writes("ring")
         if retired_next is not None:  # no tombstones for what a single document never had
             ring_writes[retired_key] = None
@@ -229,13 +243,13 @@ class Clusters:
             info_writes[retired_key] = None
             infos.put(retired, None)
         info_writes[survivor_key] = _CLUSTER_INFO(_VERSION, size, kept_time)
-        infos.put(survivor, _info_entry(size, kept_time))
+        infos.put(survivor, kept_time << _ID_BITS | size)  # _info_entry
         size_writes = writes("sizes")
         if kept_size > 1:
-            size_writes[_size_key(kept_size, survivor)] = None
+            _unsize(size_writes, _SIZE_KEY_PACK(_INVERTED - kept_size, survivor))
         if retired_size > 1:
-            size_writes[_size_key(retired_size, retired)] = None
-        size_writes[_size_key(size, survivor)] = _PRESENT
+            _unsize(size_writes, _SIZE_KEY_PACK(_INVERTED - retired_size, retired))
+        size_writes[_SIZE_KEY_PACK(_INVERTED - size, survivor)] = _PRESENT
         _count(gauges, kept_size, retired_size, size)
         return size
 
@@ -252,10 +266,10 @@ class Clusters:
         """The member after ``doc_id`` in its cluster's ring. A member that has a parent keeps
         it beside the parent (one entry per document, not two); a root, in ``ring``; a single
         document is a ring of one."""
-        entry = self._parents.get(doc_id)
+        entry = self._parents[doc_id]
         if entry is not None and entry >> _ID_BITS:
             return (entry >> _ID_BITS) - 1
-        ringed = self._ring.get(doc_id)
+        ringed = self._ring[doc_id]
         return doc_id if ringed is None else ringed
 
     def members_of(

@@ -494,6 +494,23 @@ def test_member_rings_and_the_size_index_follow_every_merge(
         )
 
 
+def test_a_size_key_put_and_replaced_in_one_transaction_is_never_written(tmp_path: Path) -> None:
+    with State.open(tmp_path / "state") as state:
+        view = state.view()
+        view.clusters.add_singles([1, 2, 3, 4])
+        view.clusters.merge(1, 2)
+        view.clusters.merge(1, 3)  # size 2, then 3: the key of size 2 was never stored
+        assert None not in view.tx.writes("sizes").values()
+        assert len(view.tx.writes("sizes")) == 1
+        view.commit()
+        view = state.view()
+        view.clusters.merge(1, 4)  # the stored key of size 3 is deleted
+        assert sorted(view.tx.writes("sizes").values(), key=bool) == [None, b"\x01"]
+        view.commit()
+        assert state.view().clusters.largest(10) == [(1, 4)]
+        assert len(list(state.store.items("sizes"))) == 1
+
+
 def test_a_follower_reads_what_a_writer_commits_and_never_creates_a_state(
     tmp_path: Path,
 ) -> None:
