@@ -98,6 +98,10 @@ class Documents:
             formatted = fetched_at_from_micros(self.fetched_micros(doc_id))
         return StoredRef(url, formatted)
 
+    def has(self, doc_id: int) -> bool:
+        """Whether a document is stored: ``ref`` is not None, without formatting it."""
+        return self._urls[doc_id] is not None
+
     def fetched_micros(self, doc_id: int) -> int:
         """A document's fetched_at in microseconds (``NO_TIME`` when missing or unknown)."""
         micros = self._times[doc_id]

@@ -15,11 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from neardup.core import Page, Preparer, Settings
+from neardup.core import Page, Preparer, Settings, StateError
 from neardup.state import State
 from neardup.streams.detection import Detector
-from neardup.streams.detection.shard import Ownership
+from neardup.streams.detection.admission import Admission, Twin
+from neardup.streams.detection.shard import Ownership, ShardFindings
 from neardup.streams.detection.sharded import ShardedDetector
+from neardup.streams.detection.union import DocHead, union_stage
 
 from tests.helpers import VOCABULARY, family_pages, partition
 
@@ -118,3 +120,13 @@ def test_shards_with_other_settings_are_refused() -> None:
 def test_an_ownership_outside_its_shards_is_refused() -> None:
     with pytest.raises(ValueError, match="index=2, shards=2"):
         Ownership(2, 2)
+
+
+def test_the_union_stage_refuses_a_twin_of_a_document_it_does_not_hold() -> None:
+    heads = [DocHead(1, "https://a.example/", "", 10), DocHead(2, "https://b.example/", "", 10)]
+    with State.open(None) as state:
+        found = ShardFindings((Admission.NEW, Twin(1, "exact", 1)), ((), ()), ((), ()))
+        assert len(union_stage(state.view(), heads, [found], keep_records=True).events) == 1
+        missing = ShardFindings((Admission.NEW, Twin(7, "exact", 7)), ((), ()), ((), ()))
+        with pytest.raises(StateError, match="missing document 0000000000000007"):
+            union_stage(state.view(), heads, [missing], keep_records=True)
