@@ -89,6 +89,11 @@ class RocksDBOptions:
     #: tables whose values are mostly random bytes (sketches): a codec finds nothing to take
     #: out, and trying costs flush time
     uncompressed_tables: frozenset[Table] = frozenset({"docs"})
+    #: ordered tables whose point reads are mostly of keys never written (a new page's url),
+    #: with a Bloom filter over each memtable's keys, as each table file has one: such a read
+    #: is answered without a search of the memtable (a third of the time of a batch's reads
+    #: of url histories), for a little more time per write
+    memtable_bloom_tables: frozenset[Table] = frozenset({"urls"})
     #: RocksDB's own diagnostic logs (LOG, LOG.old.*) kept in the state directory: each
     #: opening of the state starts a new one, and by default a thousand are kept; the
     #: latest is what a diagnosis needs
@@ -137,7 +142,10 @@ class RocksDBOptions:
                 f"RocksDBOptions(bloom_bits_per_key={self.bloom_bits_per_key!r}): use an "
                 "integer from 1 to 64 (10 gives about 1 % false positives)"
             )
-        unknown = sorted({*self.hashed_tables, *self.uncompressed_tables} - set(TABLES))
+        unknown = sorted(
+            {*self.hashed_tables, *self.uncompressed_tables, *self.memtable_bloom_tables}
+            - set(TABLES)
+        )
         if unknown:
             raise StateError(
                 f"RocksDBOptions names unknown tables {unknown}: the tables are {', '.join(TABLES)}"
@@ -157,7 +165,11 @@ FOLLOWER_OPTIONS = RocksDBOptions(block_cache_bytes=256 * _MB)
 
 
 def _options(
-    settings: RocksDBOptions, block_cache: Any, key_length: int | None = None, compress: bool = True
+    settings: RocksDBOptions,
+    block_cache: Any,
+    key_length: int | None = None,
+    compress: bool = True,
+    memtable_bloom: bool = False,
 ) -> Any:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
@@ -182,7 +194,15 @@ def _options(
         options.set_write_buffer_size(settings.hashed_write_buffer_bytes)
         options.set_target_file_size_base(settings.hashed_file_bytes)
         options.set_max_bytes_for_level_base(settings.hashed_level_base_bytes)
+    if memtable_bloom:
+        options.set_memtable_prefix_bloom_ratio(_MEMTABLE_BLOOM_RATIO)
+        options.set_memtable_whole_key_filtering(True)
     return options
+
+
+#: a memtable's Bloom filter, as a share of the memtable's size: 0.02 of 16 MB is 2.7 Mbit,
+#: over 10 bits a key for the 150,000-200,000 url keys a full memtable holds
+_MEMTABLE_BLOOM_RATIO = 0.02
 
 
 def _database_options(settings: RocksDBOptions, block_cache: Any) -> Any:
@@ -253,6 +273,7 @@ class RocksDBStore(Store):
                         cache,
                         tuning.hashed_tables.get(name),  # type: ignore[call-overload]
                         name not in tuning.uncompressed_tables,
+                        name in tuning.memtable_bloom_tables,
                     )
                     for name in {*TABLES, *existing} - {"default"}
                 },
