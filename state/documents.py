@@ -245,9 +245,13 @@ class UrlHistory:
         """``add`` of each of a batch's documents, in order, from their urls, fetched_at in
         microseconds and ids, with the batch's histories read at once."""
         keys = [url.encode("utf-8") for url in urls]
-        known = dict(zip(keys, self._tx.get_many("urls", keys), strict=True))
+        stored = self._tx.get_many("urls", keys)
         writes = self._tx.writes("urls")
         pack = _VERSION_ENTRY.pack
+        if not any(stored) and len(set(keys)) == len(keys):  # most batches: new urls, once each
+            writes.update(zip(keys, map(pack, micros, doc_ids), strict=True))
+            return
+        known = dict(zip(keys, stored, strict=True))
         for key, time, doc_id in zip(keys, micros, doc_ids, strict=True):
             raw = known[key]
             if raw is None:

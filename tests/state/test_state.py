@@ -638,3 +638,32 @@ def test_a_follower_walks_a_table_on_after_its_writer_compacted_it_away(
         for follower in followers:
             follower.close()
         writer.close()
+
+
+def test_url_histories_keep_every_version_once_in_time_order(tmp_path: Path) -> None:
+    def micros(*seconds: int) -> list[int]:
+        return [second * 1_000_000 for second in seconds]
+
+    with State.open(tmp_path / "state") as state:
+        view = state.view()
+        view.urls.add_many(["https://a/", "https://b/"], micros(5, 1), [50, 10])
+        view.commit()
+        view = state.view()
+        # new urls, one of them twice in the batch
+        view.urls.add_many(
+            ["https://c/", "https://d/", "https://c/"], micros(2, 3, 8), [20, 30, 80]
+        )
+        # a stored url, one this transaction wrote (a version it has already), and a new one
+        view.urls.add_many(
+            ["https://a/", "https://c/", "https://e/"], micros(4, 8, 6), [40, 80, 60]
+        )
+        view.commit()
+        view = state.view()
+        assert {u: [doc for _, doc in view.urls.versions(f"https://{u}/")] for u in "abcde"} == {
+            "a": [40, 50],
+            "b": [10],
+            "c": [20, 80],
+            "d": [30],
+            "e": [60],
+        }
+        assert view.urls.versions("https://a/")[0][0] == "1970-01-01T00:00:04.000000Z"

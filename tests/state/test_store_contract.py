@@ -68,6 +68,8 @@ def test_transaction_reads_its_own_writes_and_commits_atomically(store: Store) -
     tx = Transaction(store)
     tx.put("docs", b"new", b"2")
     tx.delete("docs", b"old")
+    # read at once before any single read (one batched read, under the writes), and after
+    assert tx.get_many("docs", [b"new", b"old", b"none"]) == [b"2", None, None]
     assert tx.get("docs", b"new") == b"2"
     assert tx.get("docs", b"old") is None
     assert store.get("docs", b"old") == b"1"  # not yet
