@@ -33,11 +33,12 @@ class Admission(Enum):
     REPEAT = "repeat"  # already known (same url and fetched_at): nothing to do
 
 
-class Twin(msgspec.Struct, frozen=True, gc=False):
+class Twin(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """The known document a new one is an exact, canonical or shingle-set copy of, and the
     document whose sketch both share (``doc_id`` itself, or the original it copies).
 
-    Frozen and not tracked by the garbage collector, as the events (``events.py``)."""
+    Frozen and not tracked by the garbage collector, as the events (``events.py``); an
+    array [doc id, method, owner] to msgspec, as the findings messages carry it."""
 
     doc_id: int
     method: Method
