@@ -139,9 +139,9 @@ class Clusters:
         entry in the union-find tables, which union-find then need not look up (nothing is
         written)."""
         absent = dict.fromkeys(doc_ids)
-        self._parents.put_many(absent)
-        self._ring.put_many(absent)
-        self._infos.put_many(absent)
+        self._parents.update(absent)
+        self._ring.update(absent)
+        self._infos.update(absent)
 
     def find(self, doc_id: int) -> int:
         """The root (cluster id) of a document's cluster."""
@@ -164,7 +164,7 @@ class Clusters:
     def _put_parent(self, doc_id: int, parent: int, ring_next: int | None) -> None:
         raw = encode_id(parent) if ring_next is None else encode_id(parent) + encode_id(ring_next)
         self._tx.put("parents", encode_id(doc_id), raw)
-        self._parents.put(doc_id, _parent_entry(parent, ring_next))
+        self._parents[doc_id] = _parent_entry(parent, ring_next)
 
     def _size_and_time(self, root: int) -> tuple[int, int]:
         """(size, root's fetched_at in microseconds): ``info`` without formatting the time."""
@@ -231,19 +231,19 @@ class Clusters:
         survivor_key, retired_key = encode_id(survivor), encode_id(retired)
         writes = self._tx.writes
         writes("parents")[retired_key] = survivor_key + encode_id(after)
-        self._parents.put(retired, survivor | (after + 1) << _ID_BITS)  # _parent_entry
+        self._parents[retired] = survivor | (after + 1) << _ID_BITS  # _parent_entry
         ring_writes = writes("ring")
         if retired_next is not None:  # no tombstones for what a single document never had
             ring_writes[retired_key] = None
-            ring.put(retired, None)
+            ring[retired] = None
         ring_writes[survivor_key] = encode_id(after_retired)
-        ring.put(survivor, after_retired)
+        ring[survivor] = after_retired
         info_writes = writes("clusters")
         if retired_info is not None:
             info_writes[retired_key] = None
-            infos.put(retired, None)
+            infos[retired] = None
         info_writes[survivor_key] = _CLUSTER_INFO(_VERSION, size, kept_time)
-        infos.put(survivor, kept_time << _ID_BITS | size)  # _info_entry
+        infos[survivor] = kept_time << _ID_BITS | size  # _info_entry
         size_writes = writes("sizes")
         if kept_size > 1:
             _unsize(size_writes, _SIZE_KEY_PACK(_INVERTED - kept_size, survivor))

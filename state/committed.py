@@ -9,7 +9,10 @@ they are durable (``CacheView.commit``), so a view that is dropped uncommitted (
 discarded) leaves nothing behind, and a state reopened or restored from a checkpoint starts
 with an empty cache. Values read from the store enter it too, unless a commit happened while
 they were being read (``generation``): a query in another thread must not put back a value
-the writer has just replaced.
+the writer has just replaced. A view passes on at its commit all it knows, its reads with its
+writes (the writer's views follow one another, so its reads are still the committed values),
+rather than a second record of its writes: union-find and the documents write a few values
+for each document, and each record was one more insertion into a dict.
 """
 
 from __future__ import annotations
@@ -61,16 +64,22 @@ class CommittedCache:
                 table[key] = value
                 self._bound(table)
 
-    def apply(self, writes: dict[Name, dict[int, Any]]) -> None:
-        """The writes of a transaction that has just committed."""
+    def apply(self, values: dict[Name, dict[int, Any]], since: int) -> None:
+        """What a view knows as its transaction has just committed (what it read and what it
+        wrote), ``since`` the generation at which it began. When another view committed in
+        between, what this one read may be stale, and which of its values are its writes is
+        not kept: the cache is emptied instead, and reads start again from the store."""
         with self._lock:
-            self.generation += 1
             if not self.entries:
-                return
-            for name, values in writes.items():
-                table = self.table(name)
-                table.update(values)
-                self._bound(table)
+                pass
+            elif since != self.generation:
+                self._tables.clear()
+            else:
+                for name, known in values.items():
+                    table = self.table(name)
+                    table.update(known)
+                    self._bound(table)
+            self.generation += 1
 
     def _bound(self, table: dict[int, Any]) -> None:
         if len(table) > self.entries:
@@ -80,11 +89,11 @@ class CommittedCache:
 
 class CachedTable(dict[int, V | None]):
     """One table's decoded values as a view sees them: its own writes, then what it read,
-    then the committed cache, then the store (``load``). Read it as a dict, ``table[key]``
-    (None: the key is absent from the store): a key the view has seen is a plain dict
-    lookup, with no Python call, and only a key it has not is looked up further
-    (``__missing__``). Every write to the table goes through ``put`` besides the
-    transaction, so that the view reads its own writes here."""
+    then the committed cache, then the store (``load``). Read and write it as a dict (None:
+    the key is absent from the store): a key the view has seen is a plain dict lookup, with
+    no Python call, and only a key it has not is looked up further (``__missing__``). Every
+    write to the table is written here too besides the transaction, so that the view reads
+    its own writes, and its commit passes them on to the cache."""
 
     def __init__(self, cache: CommittedCache, name: Name, load: Callable[[int], V | None]):
         super().__init__()
@@ -92,8 +101,6 @@ class CachedTable(dict[int, V | None]):
         self._name = name
         self._shared = cache.table(name)
         self._load = load
-        #: this view's writes, which its commit passes on to the cache
-        self.written: dict[int, V | None] = {}
 
     def __missing__(self, key: int) -> V | None:
         value: V | None = self._shared.get(key, _UNKNOWN)
@@ -109,27 +116,13 @@ class CachedTable(dict[int, V | None]):
         never used), where ``dict.get`` would miss the keys not yet read."""
         return self[key]
 
-    def put(self, key: int, value: V | None) -> None:
-        """``value`` None: the key was deleted."""
-        self.written[key] = value
-        self[key] = value
-
-    def put_many(self, values: dict[int, V | None]) -> None:
-        self.written.update(values)
-        self.update(values)
-
-    def clear(self) -> None:
-        """Forget this view's reads and writes (its transaction committed: as the
-        transaction's own cache, reads start again from what is committed)."""
-        self.written = {}
-        super().clear()
-
 
 class CacheView:
     """The cached tables of one state view, committed with it."""
 
     def __init__(self, cache: CommittedCache) -> None:
         self._cache = cache
+        self._since = cache.generation
         self._tables: list[tuple[Name, CachedTable[Any]]] = []
 
     def table(self, name: Name, load: Callable[[int], V | None]) -> CachedTable[V]:
@@ -138,8 +131,9 @@ class CacheView:
         return cached
 
     def commit(self) -> None:
-        """After the view's transaction is durable: its writes become committed values."""
-        writes = {name: table.written for name, table in self._tables if table.written}
-        self._cache.apply(writes)
+        """After the view's transaction is durable: what it wrote and read are committed
+        values. Then, as the transaction's own cache, reads start again from the cache."""
+        self._cache.apply({name: table for name, table in self._tables if table}, self._since)
+        self._since = self._cache.generation
         for _, table in self._tables:
             table.clear()

@@ -69,9 +69,9 @@ class Documents:
         if micros is None:
             micros = fetched_at_to_micros(record.fetched_at)
         self._tx.put("docs", encode_id(doc_id), record.encode(micros))
-        self._urls.put(doc_id, record.url)
-        self._fetched.put(doc_id, record.fetched_at)
-        self._times.put(doc_id, micros)
+        self._urls[doc_id] = record.url
+        self._fetched[doc_id] = record.fetched_at
+        self._times[doc_id] = micros
 
     def put_unsketched(
         self, heads: Sequence[Head], micros: Sequence[int], duplicate_of: Sequence[int]
@@ -82,9 +82,9 @@ class Documents:
         writes = self._tx.writes("docs")
         encode = DocRecord.encode_head
         doc_ids = [head[0] for head in heads]
-        self._urls.put_many({head[0]: head[1] for head in heads})
-        self._fetched.put_many({head[0]: head[2] for head in heads})
-        self._times.put_many(dict(zip(doc_ids, micros, strict=True)))
+        self._urls.update({head[0]: head[1] for head in heads})
+        self._fetched.update({head[0]: head[2] for head in heads})
+        self._times.update(zip(doc_ids, micros, strict=True))
         for (doc_id, url, _, count), time, twin in zip(heads, micros, duplicate_of, strict=True):
             writes[encode_id(doc_id)] = encode(url, time, count, twin)
 
