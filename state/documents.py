@@ -79,14 +79,15 @@ class Documents:
         """``put`` of records that keep no sketch (the union stage's: the shards keep them),
         from the documents' heads, fetched_at in microseconds and twins (0: none), without
         making the records."""
-        writes = self._tx.writes("docs")
-        encode = DocRecord.encode_head
-        doc_ids = [head[0] for head in heads]
-        self._urls.update({head[0]: head[1] for head in heads})
-        self._fetched.update({head[0]: head[2] for head in heads})
+        if not heads:
+            return
+        doc_ids, urls, fetched_ats, counts = zip(*heads, strict=True)  # columns, in C
+        self._urls.update(zip(doc_ids, urls, strict=True))
+        self._fetched.update(zip(doc_ids, fetched_ats, strict=True))
         self._times.update(zip(doc_ids, micros, strict=True))
-        for (doc_id, url, _, count), time, twin in zip(heads, micros, duplicate_of, strict=True):
-            writes[encode_id(doc_id)] = encode(url, time, count, twin)
+        # map stops at the shortest column: the strict zip checks that none was short
+        records = map(DocRecord.encode_head, urls, micros, counts, duplicate_of)
+        self._tx.writes("docs").update(zip(map(encode_id, doc_ids), records, strict=True))
 
     def ref(self, doc_id: int) -> StoredRef | None:
         """The url and fetched_at of a stored document, without decoding its sketch."""

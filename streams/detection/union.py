@@ -62,13 +62,14 @@ def union_stage(
     # container object that lives through a batch ages into the garbage collector's oldest
     # generation, and full passes over a large process were a quarter of the stage
     added = [head for head, verdict in zip(heads, verdicts, strict=True) if verdict is not _REPEAT]
-    micros = [fetched_at_to_micros(head.fetched_at) for head in added]
-    doc_ids = [head.doc_id for head in added]
-    view.urls.add_many([head.url for head in added], micros, doc_ids)
-    view.clusters.add_singles(doc_ids)
-    if keep_records:
-        twins = [v.owner if isinstance(v, Twin) else 0 for v in verdicts if v is not _REPEAT]
-        view.documents.put_unsketched(added, micros, twins)
+    if added:
+        doc_ids, urls, fetched_ats, _ = zip(*added, strict=True)
+        micros = list(map(fetched_at_to_micros, fetched_ats))
+        view.urls.add_many(urls, micros, doc_ids)
+        view.clusters.add_singles(doc_ids)
+        if keep_records:
+            twins = [v.owner if isinstance(v, Twin) else 0 for v in verdicts if v is not _REPEAT]
+            view.documents.put_unsketched(added, micros, twins)
     events: list[Event] = []
     gauges: dict[str, int] = {}
     documents = view.documents

@@ -153,3 +153,14 @@ def test_the_events_and_estimates_of_a_batch_are_not_tracked_by_the_garbage_coll
     assert refs and not any(gc.is_tracked(o) for o in [*events, *refs])
     assert not gc.is_tracked(Estimate(0.9, 0.9, 0.9, False))
     assert not gc.is_tracked(Twin(1, "exact", 1))
+
+
+def test_a_batch_of_repeats_only_adds_nothing_to_the_union_stage() -> None:
+    heads = [DocHead(1, "https://a.example/", "", 10), DocHead(2, "https://b.example/", "", 10)]
+    with State.open(None) as state:
+        view = state.view()
+        repeats = ShardFindings((Admission.REPEAT, Admission.REPEAT), ((), ()), ((), ()))
+        result = union_stage(view, heads, [repeats], keep_records=True)
+        assert (result.documents, result.repeats, result.events) == (0, 2, ())
+        view.commit()
+        assert list(state.store.items("docs")) == [] and list(state.store.items("urls")) == []
