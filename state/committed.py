@@ -29,7 +29,7 @@ __all__ = ["CACHE_ENTRIES", "CacheView", "CachedTable", "CommittedCache"]
 #: set, since the keys union-find reads again are mostly recent documents and clusters' roots
 CACHE_ENTRIES = 1 << 16
 
-Name = Literal["parents", "ring", "clusters", "doc_urls", "doc_fetched", "doc_times"]
+Name = Literal["nodes", "doc_urls", "doc_fetched", "doc_times"]
 V = TypeVar("V")
 
 _UNKNOWN: Any = object()  # not in a cache (None is a value: the key is absent from the store)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from hypothesis import given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from neardup.core import IncompatibleStateError, Settings, StateError
 from neardup.core.records import format_fetched_at
@@ -667,3 +669,38 @@ def test_url_histories_keep_every_version_once_in_time_order(tmp_path: Path) -> 
             "e": [60],
         }
         assert view.urls.versions("https://a/")[0][0] == "1970-01-01T00:00:04.000000Z"
+
+
+@given(st.lists(st.none() | st.datetimes(timezones=st.just(UTC)), min_size=4, max_size=7))
+@hypothesis_settings(max_examples=25, deadline=None)
+def test_a_clusters_size_age_and_ring_read_the_same_from_the_view_the_cache_and_the_store(
+    moments: list[datetime | None],
+) -> None:
+    fetched = ["" if moment is None else format_fetched_at(moment) for moment in moments]
+    ids = range(1, len(fetched) + 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        with State.open(Path(tmp) / "state") as state:
+            view = state.view()
+            for doc_id in ids:
+                record = DocRecord(f"u{doc_id}", fetched[doc_id - 1], 1, np.zeros(0, np.uint32))
+                view.documents.put(doc_id, record)
+            view.clusters.add_singles(ids)
+            view.clusters.merge(1, 2)
+            view.clusters.merge(3, 4)
+            view.clusters.merge(1, 3)  # a root retired into another
+            for doc_id in ids[4:]:
+                view.clusters.merge(1, doc_id)
+            expected = (
+                view.clusters.info(1),
+                view.clusters.age(1),
+                view.clusters.members_of(1),
+                [view.clusters.find(doc_id) for doc_id in ids],
+            )
+            assert expected[0] == ClusterInfo(len(fetched), fetched[0])
+            view.commit()
+            cached = state.view().clusters  # from the committed cache
+            assert (cached.info(1), cached.age(1), cached.members_of(1)) == expected[:3]
+        with State.open(Path(tmp) / "state") as reopened:  # from the store
+            stored = reopened.view().clusters
+            assert (stored.info(1), stored.age(1), stored.members_of(1)) == expected[:3]
+            assert [stored.find(doc_id) for doc_id in ids] == expected[3]
