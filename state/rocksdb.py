@@ -58,9 +58,12 @@ class RocksDBOptions:
     #: tables written little (meta, stop keys) would otherwise keep every log file alive
     #: for a restart to replay, up to four times all write buffers
     log_bytes: int = 128 * _MB
-    #: tables read by point lookups of fixed-length keys and listed whole only by reports,
-    #: with their key length: a hash memtable finds such a key in its bucket where a skip
-    #: list searches in order, and rocksdict holds the GIL through every read
+    #: tables read by point lookups and listed whole only by reports, with their key
+    #: length: a hash memtable finds such a key in its bucket where a skip list searches in
+    #: order, and rocksdict holds the GIL through every read and write. ``urls``' keys vary
+    #: in length: most are shorter than the length given, and are their own prefix; longer
+    #: ones share a bucket with those of the same prefix (a skip list inserting a batch's
+    #: urls compared long common prefixes all the way down: a twentieth of the union stage)
     hashed_tables: Mapping[Table, int] = field(
         default_factory=lambda: MappingProxyType(
             {
@@ -73,6 +76,7 @@ class RocksDBOptions:
                 "parents": 8,
                 "clusters": 8,
                 "ring": 8,
+                "urls": 128,
             }
         )
     )
@@ -89,11 +93,6 @@ class RocksDBOptions:
     #: tables whose values are mostly random bytes (sketches): a codec finds nothing to take
     #: out, and trying costs flush time
     uncompressed_tables: frozenset[Table] = frozenset({"docs"})
-    #: ordered tables whose point reads are mostly of keys never written (a new page's url),
-    #: with a Bloom filter over each memtable's keys, as each table file has one: such a read
-    #: is answered without a search of the memtable (a third of the time of a batch's reads
-    #: of url histories), for a little more time per write
-    memtable_bloom_tables: frozenset[Table] = frozenset({"urls"})
     #: RocksDB's own diagnostic logs (LOG, LOG.old.*) kept in the state directory: each
     #: opening of the state starts a new one, and by default a thousand are kept; the
     #: latest is what a diagnosis needs
@@ -142,10 +141,7 @@ class RocksDBOptions:
                 f"RocksDBOptions(bloom_bits_per_key={self.bloom_bits_per_key!r}): use an "
                 "integer from 1 to 64 (10 gives about 1 % false positives)"
             )
-        unknown = sorted(
-            {*self.hashed_tables, *self.uncompressed_tables, *self.memtable_bloom_tables}
-            - set(TABLES)
-        )
+        unknown = sorted({*self.hashed_tables, *self.uncompressed_tables} - set(TABLES))
         if unknown:
             raise StateError(
                 f"RocksDBOptions names unknown tables {unknown}: the tables are {', '.join(TABLES)}"
@@ -165,11 +161,7 @@ FOLLOWER_OPTIONS = RocksDBOptions(block_cache_bytes=256 * _MB)
 
 
 def _options(
-    settings: RocksDBOptions,
-    block_cache: Any,
-    key_length: int | None = None,
-    compress: bool = True,
-    memtable_bloom: bool = False,
+    settings: RocksDBOptions, block_cache: Any, key_length: int | None = None, compress: bool = True
 ) -> Any:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
@@ -194,15 +186,7 @@ def _options(
         options.set_write_buffer_size(settings.hashed_write_buffer_bytes)
         options.set_target_file_size_base(settings.hashed_file_bytes)
         options.set_max_bytes_for_level_base(settings.hashed_level_base_bytes)
-    if memtable_bloom:
-        options.set_memtable_prefix_bloom_ratio(_MEMTABLE_BLOOM_RATIO)
-        options.set_memtable_whole_key_filtering(True)
     return options
-
-
-#: a memtable's Bloom filter, as a share of the memtable's size: 0.02 of 16 MB is 2.7 Mbit,
-#: over 10 bits a key for the 150,000-200,000 url keys a full memtable holds
-_MEMTABLE_BLOOM_RATIO = 0.02
 
 
 def _database_options(settings: RocksDBOptions, block_cache: Any) -> Any:
@@ -273,7 +257,6 @@ class RocksDBStore(Store):
                         cache,
                         tuning.hashed_tables.get(name),  # type: ignore[call-overload]
                         name not in tuning.uncompressed_tables,
-                        name in tuning.memtable_bloom_tables,
                     )
                     for name in {*TABLES, *existing} - {"default"}
                 },

@@ -169,10 +169,9 @@ def test_rocksdb_write_ahead_log_stays_bounded(
     "table", ["supershingles", "shingles", "fingerprints", "docs", "parents", "clusters", "urls"]
 )
 def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: str) -> None:
-    """The point-lookup tables keep their memtables in hash tables, and ``urls`` a Bloom
-    filter over its memtable's keys (state/rocksdb.py): keys of any length, sharing prefixes
-    or not, present or absent, in memtables and in flushed files, still read back and list
-    in key order."""
+    """The point-lookup tables keep their memtables in hash tables (state/rocksdb.py): keys of
+    any length, sharing prefixes or not, shorter or longer than the hashed prefix, in
+    memtables and in flushed files, still read back and list in key order."""
     rng = random.Random(7)
     expected: dict[bytes, bytes] = {}
     with RocksDBStore(tmp_path / "db") as rocks:
@@ -180,6 +179,10 @@ def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: 
             changes = {
                 bytes(rng.randrange(4) for _ in range(rng.randrange(1, 12))): bytes([batch + 1])
                 for _ in range(400)
+            }
+            changes |= {  # long keys with a long common prefix (urls of one site)
+                b"\x02" * 126 + bytes(rng.randrange(4) for _ in range(rng.randrange(1, 12))): b"l"
+                for _ in range(50)
             }
             rocks.write({table: changes})
             expected.update(changes)
@@ -201,7 +204,6 @@ def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: 
         ({"hash_buckets": -1}, "hash_buckets=-1"),
         ({"hashed_tables": {"nope": 4}}, "unknown tables ['nope']"),
         ({"hashed_tables": {"docs": 0}}, "hashed_tables['docs']=0"),
-        ({"memtable_bloom_tables": frozenset({"nope"})}, "unknown tables ['nope']"),
     ],
 )
 def test_rocksdb_options_refuse_bad_values_naming_them(
