@@ -22,6 +22,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 import xxhash
@@ -96,9 +97,11 @@ class Sketch:
         return self.shingle_count <= self.sample_size
 
 
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """Estimated resemblance of two documents and containment of each in the other."""
+class Estimate(msgspec.Struct, frozen=True, gc=False):
+    """Estimated resemblance of two documents and containment of each in the other.
+
+    A frozen msgspec Struct that the garbage collector does not track (it holds numbers
+    only): the union stage decodes one per verified pair and keeps it through a batch."""
 
     resemblance: float
     containment: float  # of the first document in the second

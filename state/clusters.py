@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 
 from .codec import (
     CLUSTER_LAYOUT,
+    NO_TIME,
     VERSION,
     ClusterInfo,
     decode_id,
@@ -29,6 +31,7 @@ from .codec import (
 from .committed import CachedTable, CacheView, CommittedCache
 from .documents import Documents
 from .meta import Counters
+from .store import Store
 from .transaction import Transaction
 
 __all__ = ["Clusters", "size_class"]
@@ -49,9 +52,16 @@ _SIZE_KEY = struct.Struct(">QQ")
 _CLASS_COUNTERS = tuple(f"cluster_sizes:{number}" for number in range(65))
 
 
-def _size_key(size: int, root: int) -> bytes:
-    """Larger clusters first, then smaller ids."""
-    return _SIZE_KEY.pack(_INVERTED - size, root)
+#: a size key, of (_INVERTED - size, root): larger clusters first, then smaller ids
+_SIZE_KEY_PACK = _SIZE_KEY.pack
+
+
+def _unsize(writes: dict[bytes, bytes | None], key: bytes) -> None:
+    """Delete a size key. One that this transaction put was never stored (a cluster's size
+    only grows, so its stored key is for a smaller size): it is dropped, with no tombstone
+    for RocksDB to write and compact away."""
+    if writes.pop(key, None) is None:
+        writes[key] = None
 
 
 def _count(changes: dict[str, int], kept_size: int, retired_size: int, size: int) -> None:
@@ -69,42 +79,47 @@ def _count(changes: dict[str, int], kept_size: int, retired_size: int, size: int
     changes[name] = get(name, 0) + 1
 
 
-# Cached values are ints, never tuples: an int is no object for the garbage collector to
-# follow, and a dict holding only ints is not followed at all, where a tuple per member made
-# every full collection walk the whole union-find (with a large state or process, those
-# passes cost more than the union stage's own work).
+# What union-find keeps of each document in the committed cache is one int, its node: None
+# for a single document (no entry in any union-find table); for a member, its parent and the
+# next member of its ring (``_member``, >= 0); for a root of two or more, its ring's next,
+# its cluster's size and its own fetched_at (``_root``, < 0). One int, not a tuple: an int is
+# no object for the garbage collector to follow, and a dict holding only ints is not followed
+# at all, where a tuple per member made every full collection walk the whole union-find. One
+# node, not an entry in each of three tables: a new document is one insertion, not three.
 _ID_BITS = 64
 _ID_MASK = (1 << _ID_BITS) - 1
+_TIME_BITS = 2 * _ID_BITS
+_TIME_OFFSET = NO_TIME  # subtracted: a root's time, NO_TIME included, is stored >= 0
 
 
-def _parent_entry(parent: int, ring_next: int | None) -> int:
-    """A parent and, for a member, the next member of its ring (see _next), as one int."""
+def _member(parent: int, ring_next: int | None) -> int:
+    """A member's node: its parent and the next member of its ring (see _next), if known."""
     return parent | (0 if ring_next is None else (ring_next + 1) << _ID_BITS)
 
 
-def _ring_next(entry: int) -> int | None:
-    """The next member kept beside a parent (``_parent_entry``), if any."""
-    return (entry >> _ID_BITS) - 1 if entry >> _ID_BITS else None
+def _ring_next(node: int) -> int | None:
+    """The next member kept in a member's node (``_member``), if any."""
+    return (node >> _ID_BITS) - 1 if node >> _ID_BITS else None
 
 
-def _info_entry(size: int, micros: int) -> int:
-    """A cluster's size and its root's fetched_at in microseconds (negative for none), as
-    one int: ``entry & _ID_MASK`` and ``entry >> _ID_BITS`` read them back."""
-    return (micros << _ID_BITS) | size
+def _root(ring_next: int, size: int, micros: int) -> int:
+    """A root's node: the next member of its ring, its cluster's size and its fetched_at in
+    microseconds, negated (``~``) so that a node < 0 is a root's."""
+    return ~(ring_next | size << _ID_BITS | (micros - _TIME_OFFSET) << _TIME_BITS)
 
 
-def _load_parent(raw: bytes | None) -> int | None:
-    if raw is None:
+def _load(store: Store, documents: Documents, doc_id: int) -> int | None:
+    """A document's node as the store holds it (committed: a view's own writes are in its
+    cached table already)."""
+    key = encode_id(doc_id)
+    parent = store.get("parents", key)
+    if parent is not None:
+        return _member(decode_id(parent[:8]), decode_id(parent[8:]) if len(parent) == 16 else None)
+    info, ring = store.get("clusters", key), store.get("ring", key)
+    if info is None and ring is None:
         return None
-    return _parent_entry(decode_id(raw[:8]), decode_id(raw[8:]) if len(raw) == 16 else None)
-
-
-def _decoded_id(raw: bytes | None) -> int | None:
-    return None if raw is None else decode_id(raw)
-
-
-def _load_info(raw: bytes | None) -> int | None:
-    return None if raw is None else _info_entry(*ClusterInfo.unpack(raw))
+    size, micros = ClusterInfo.unpack(info) if info else (1, documents.fetched_micros(doc_id))
+    return _root(doc_id if ring is None else decode_id(ring), size, micros)
 
 
 class Clusters:
@@ -115,56 +130,47 @@ class Clusters:
         self._documents = documents
         self._counters = Counters(tx)
         cache = cache or CommittedCache(0).view()
-        store = tx.store
-        self._parents: CachedTable[int] = cache.table(  # _parent_entry
-            "parents", lambda doc_id: _load_parent(store.get("parents", encode_id(doc_id)))
-        )
-        self._ring: CachedTable[int] = cache.table(
-            "ring", lambda root: _decoded_id(store.get("ring", encode_id(root)))
-        )
-        # of a cluster of two or more: _info_entry
-        self._infos: CachedTable[int] = cache.table(
-            "clusters", lambda root: _load_info(store.get("clusters", encode_id(root)))
-        )
+        # a function of the store and the documents, not a method: a view's tables would
+        # otherwise hold it in a cycle, freed only by the garbage collector's passes
+        self._nodes: CachedTable[int] = cache.table("nodes", partial(_load, tx.store, documents))
 
     def add_singles(self, doc_ids: Iterable[int]) -> None:
         """Documents the state has never held, each in a cluster of its own: they have no
         entry in the union-find tables, which union-find then need not look up (nothing is
         written)."""
-        absent = dict.fromkeys(doc_ids)
-        self._parents.put_many(absent)
-        self._ring.put_many(absent)
-        self._infos.put_many(absent)
+        self._nodes.update(dict.fromkeys(doc_ids))
 
     def find(self, doc_id: int) -> int:
         """The root (cluster id) of a document's cluster."""
-        parents = self._parents
-        entry = parents.get(doc_id)
-        if entry is None:
+        nodes = self._nodes
+        node = nodes[doc_id]
+        if node is None or node < 0:
             return doc_id
-        parent = entry & _ID_MASK
-        if parents.get(parent) is None:  # most finds: a root, or a member of one
+        parent = node & _ID_MASK
+        above = nodes[parent]
+        if above is None or above < 0:  # most finds: a root, or a member of one
             return parent
         path = []
-        node = doc_id
-        while (entry := parents.get(node)) is not None:
-            path.append((node, entry))
-            node = entry & _ID_MASK
-        for visited, entry in path[:-1]:  # the last one already points at the root
-            self._put_parent(visited, node, _ring_next(entry))  # the ring's next is kept: see _next
-        return node
+        at = doc_id
+        while (node := nodes[at]) is not None and node >= 0:
+            path.append((at, node))
+            at = node & _ID_MASK
+        for visited, node in path[:-1]:  # the last one already points at the root
+            self._put_parent(visited, at, _ring_next(node))  # the ring's next is kept: see _next
+        return at
 
     def _put_parent(self, doc_id: int, parent: int, ring_next: int | None) -> None:
         raw = encode_id(parent) if ring_next is None else encode_id(parent) + encode_id(ring_next)
         self._tx.put("parents", encode_id(doc_id), raw)
-        self._parents.put(doc_id, _parent_entry(parent, ring_next))
+        self._nodes[doc_id] = _member(parent, ring_next)
 
     def _size_and_time(self, root: int) -> tuple[int, int]:
         """(size, root's fetched_at in microseconds): ``info`` without formatting the time."""
-        found = self._infos.get(root)
-        if found is not None:
-            return found & _ID_MASK, found >> _ID_BITS
-        return 1, self._documents.fetched_micros(root)
+        node = self._nodes[root]
+        if node is None or node >= 0:
+            return 1, self._documents.fetched_micros(root)
+        node = ~node
+        return node >> _ID_BITS & _ID_MASK, (node >> _TIME_BITS) + _TIME_OFFSET
 
     def info(self, root: int) -> ClusterInfo:
         size, micros = self._size_and_time(root)
@@ -188,54 +194,58 @@ class Clusters:
         return self._merge(survivor, retired, gauges)
 
     def join(
-        self, doc_id: int, matches: Iterable[int], gauges: dict[str, int]
+        self, doc_id: int, matches: Sequence[int], gauges: dict[str, int]
     ) -> tuple[int, int, list[tuple[int, int]]]:
         """Join a document new to the state (``add_singles``) with the clusters of its
         ``matches``: the oldest cluster (``age``) keeps its id. Returns that id, the size once
         the document joined, and each other cluster merged into it, oldest first, with the
         size after it; ``gauges`` as for ``merge``."""
-        roots = {self.find(match) for match in matches}
-        ordered = sorted(roots, key=self.age) if len(roots) > 1 else list(roots)
-        survivor = ordered[0]
+        if len(matches) == 1:  # most documents: one match, one cluster, nothing to order
+            survivor, others = self.find(matches[0]), []
+        else:
+            roots = {self.find(match) for match in matches}
+            ordered = sorted(roots, key=self.age) if len(roots) > 1 else list(roots)
+            survivor, others = ordered[0], ordered[1:]
         size = self._merge(survivor, doc_id, gauges)
-        return survivor, size, [(root, self._merge(survivor, root, gauges)) for root in ordered[1:]]
+        return survivor, size, [(root, self._merge(survivor, root, gauges)) for root in others]
 
     def _merge(self, survivor: int, retired: int, gauges: dict[str, int]) -> int:
-        infos, ring = self._infos, self._ring
-        kept_size, kept_time = self._size_and_time(survivor)
+        nodes = self._nodes
+        # splice the two member rings: next(survivor) <-> next(retired); a root's next is in
+        # its node (in ``ring``: a root has no parent), or it is a single, a ring of one
+        kept = nodes[survivor]  # as _size_and_time, without the call
+        if kept is None or kept >= 0:
+            kept_size, kept_time, after = 1, self._documents.fetched_micros(survivor), survivor
+        else:
+            kept = ~kept
+            after, kept_size = kept & _ID_MASK, kept >> _ID_BITS & _ID_MASK
+            kept_time = (kept >> _TIME_BITS) + _TIME_OFFSET
         if survivor == retired:
             return kept_size
-        retired_info = infos.get(retired)
-        retired_size = 1 if retired_info is None else retired_info & _ID_MASK
+        gone = nodes[retired]
+        if gone is None or gone >= 0:
+            after_retired, retired_size, retired_root = retired, 1, False
+        else:
+            gone = ~gone
+            after_retired, retired_size = gone & _ID_MASK, gone >> _ID_BITS & _ID_MASK
+            retired_root = True
         size = kept_size + retired_size
-        # splice the two member rings: next(survivor) <-> next(retired); a root's next is in
-        # ``ring`` (a root has no parent), or it is a ring of one
-        after_survivor = ring.get(survivor)
-        after = survivor if after_survivor is None else after_survivor
-        retired_next = ring.get(retired)
-        after_retired = retired if retired_next is None else retired_next
         survivor_key, retired_key = encode_id(survivor), encode_id(retired)
         writes = self._tx.writes
         writes("parents")[retired_key] = survivor_key + encode_id(after)
-        self._parents.put(retired, _parent_entry(survivor, after))
-        ring_writes = writes("ring")
-        if retired_next is not None:  # no tombstones for what a single document never had
-            ring_writes[retired_key] = None
-            ring.put(retired, None)
+        nodes[retired] = survivor | (after + 1) << _ID_BITS  # _member
+        ring_writes, info_writes = writes("ring"), writes("clusters")
+        if retired_root:  # no tombstones for what a single document never had
+            ring_writes[retired_key] = info_writes[retired_key] = None
         ring_writes[survivor_key] = encode_id(after_retired)
-        ring.put(survivor, after_retired)
-        info_writes = writes("clusters")
-        if retired_info is not None:
-            info_writes[retired_key] = None
-            infos.put(retired, None)
         info_writes[survivor_key] = _CLUSTER_INFO(_VERSION, size, kept_time)
-        infos.put(survivor, _info_entry(size, kept_time))
+        nodes[survivor] = _root(after_retired, size, kept_time)
         size_writes = writes("sizes")
         if kept_size > 1:
-            size_writes[_size_key(kept_size, survivor)] = None
+            _unsize(size_writes, _SIZE_KEY_PACK(_INVERTED - kept_size, survivor))
         if retired_size > 1:
-            size_writes[_size_key(retired_size, retired)] = None
-        size_writes[_size_key(size, survivor)] = _PRESENT
+            _unsize(size_writes, _SIZE_KEY_PACK(_INVERTED - retired_size, retired))
+        size_writes[_SIZE_KEY_PACK(_INVERTED - size, survivor)] = _PRESENT
         _count(gauges, kept_size, retired_size, size)
         return size
 
@@ -252,11 +262,12 @@ class Clusters:
         """The member after ``doc_id`` in its cluster's ring. A member that has a parent keeps
         it beside the parent (one entry per document, not two); a root, in ``ring``; a single
         document is a ring of one."""
-        entry = self._parents.get(doc_id)
-        if entry is not None and entry >> _ID_BITS:
-            return (entry >> _ID_BITS) - 1
-        ringed = self._ring.get(doc_id)
-        return doc_id if ringed is None else ringed
+        node = self._nodes[doc_id]
+        if node is None:
+            return doc_id
+        if node < 0:
+            return ~node & _ID_MASK
+        return doc_id if not node >> _ID_BITS else (node >> _ID_BITS) - 1
 
     def members_of(
         self, root: int, after: int | None = None, limit: int | None = None

@@ -9,7 +9,10 @@ they are durable (``CacheView.commit``), so a view that is dropped uncommitted (
 discarded) leaves nothing behind, and a state reopened or restored from a checkpoint starts
 with an empty cache. Values read from the store enter it too, unless a commit happened while
 they were being read (``generation``): a query in another thread must not put back a value
-the writer has just replaced.
+the writer has just replaced. A view passes on at its commit all it knows, its reads with its
+writes (the writer's views follow one another, so its reads are still the committed values),
+rather than a second record of its writes: union-find and the documents write a few values
+for each document, and each record was one more insertion into a dict.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from itertools import islice
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 __all__ = ["CACHE_ENTRIES", "CacheView", "CachedTable", "CommittedCache"]
 
@@ -26,7 +29,7 @@ __all__ = ["CACHE_ENTRIES", "CacheView", "CachedTable", "CommittedCache"]
 #: set, since the keys union-find reads again are mostly recent documents and clusters' roots
 CACHE_ENTRIES = 1 << 16
 
-Name = Literal["parents", "ring", "clusters", "doc_urls", "doc_fetched", "doc_times"]
+Name = Literal["nodes", "doc_urls", "doc_fetched", "doc_times"]
 V = TypeVar("V")
 
 _UNKNOWN: Any = object()  # not in a cache (None is a value: the key is absent from the store)
@@ -61,16 +64,22 @@ class CommittedCache:
                 table[key] = value
                 self._bound(table)
 
-    def apply(self, writes: dict[Name, dict[int, Any]]) -> None:
-        """The writes of a transaction that has just committed."""
+    def apply(self, values: dict[Name, dict[int, Any]], since: int) -> None:
+        """What a view knows as its transaction has just committed (what it read and what it
+        wrote), ``since`` the generation at which it began. When another view committed in
+        between, what this one read may be stale, and which of its values are its writes is
+        not kept: the cache is emptied instead, and reads start again from the store."""
         with self._lock:
-            self.generation += 1
             if not self.entries:
-                return
-            for name, values in writes.items():
-                table = self.table(name)
-                table.update(values)
-                self._bound(table)
+                pass
+            elif since != self.generation:
+                self._tables.clear()
+            else:
+                for name, known in values.items():
+                    table = self.table(name)
+                    table.update(known)
+                    self._bound(table)
+            self.generation += 1
 
     def _bound(self, table: dict[int, Any]) -> None:
         if len(table) > self.entries:
@@ -78,46 +87,34 @@ class CommittedCache:
                 del table[key]
 
 
-class CachedTable(Generic[V]):
+class CachedTable(dict[int, V | None]):
     """One table's decoded values as a view sees them: its own writes, then what it read,
-    then the committed cache, then the store (``load``). Every write to the table goes
-    through ``put`` besides the transaction, so that the view reads its own writes here."""
+    then the committed cache, then the store (``load``). Read and write it as a dict (None:
+    the key is absent from the store): a key the view has seen is a plain dict lookup, with
+    no Python call, and only a key it has not is looked up further (``__missing__``). Every
+    write to the table is written here too besides the transaction, so that the view reads
+    its own writes, and its commit passes them on to the cache."""
 
     def __init__(self, cache: CommittedCache, name: Name, load: Callable[[int], V | None]):
+        super().__init__()
         self._cache = cache
         self._name = name
         self._shared = cache.table(name)
         self._load = load
-        #: this view's writes, which its commit passes on to the cache
-        self.written: dict[int, V | None] = {}
-        #: what this view knows: its writes, and what it read
-        self._known: dict[int, V | None] = {}
 
-    def get(self, key: int) -> V | None:
-        value: V | None = self._known.get(key, _UNKNOWN)
+    def __missing__(self, key: int) -> V | None:
+        value: V | None = self._shared.get(key, _UNKNOWN)
         if value is _UNKNOWN:
-            value = self._shared.get(key, _UNKNOWN)
-            if value is _UNKNOWN:
-                generation = self._cache.generation
-                value = self._load(key)
-                self._cache.fill(self._name, key, value, generation)
-            self._known[key] = value
+            generation = self._cache.generation
+            value = self._load(key)
+            self._cache.fill(self._name, key, value, generation)
+        self[key] = value
         return value
 
-    def put(self, key: int, value: V | None) -> None:
-        """``value`` None: the key was deleted."""
-        self.written[key] = value
-        self._known[key] = value
-
-    def put_many(self, values: dict[int, V | None]) -> None:
-        self.written.update(values)
-        self._known.update(values)
-
-    def clear(self) -> None:
-        """Forget this view's reads and writes (its transaction committed: as the
-        transaction's own cache, reads start again from what is committed)."""
-        self.written = {}
-        self._known = {}
+    def get(self, key: int, default: object = None) -> V | None:
+        """``table[key]``: every key has a value here, which may be None (``default`` is
+        never used), where ``dict.get`` would miss the keys not yet read."""
+        return self[key]
 
 
 class CacheView:
@@ -125,6 +122,7 @@ class CacheView:
 
     def __init__(self, cache: CommittedCache) -> None:
         self._cache = cache
+        self._since = cache.generation
         self._tables: list[tuple[Name, CachedTable[Any]]] = []
 
     def table(self, name: Name, load: Callable[[int], V | None]) -> CachedTable[V]:
@@ -133,8 +131,9 @@ class CacheView:
         return cached
 
     def commit(self) -> None:
-        """After the view's transaction is durable: its writes become committed values."""
-        writes = {name: table.written for name, table in self._tables if table.written}
-        self._cache.apply(writes)
+        """After the view's transaction is durable: what it wrote and read are committed
+        values. Then, as the transaction's own cache, reads start again from the cache."""
+        self._cache.apply({name: table for name, table in self._tables if table}, self._since)
+        self._since = self._cache.generation
         for _, table in self._tables:
             table.clear()

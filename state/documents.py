@@ -6,6 +6,7 @@ import re
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
+from functools import lru_cache
 
 from .codec import (
     NO_TIME,
@@ -69,9 +70,9 @@ class Documents:
         if micros is None:
             micros = fetched_at_to_micros(record.fetched_at)
         self._tx.put("docs", encode_id(doc_id), record.encode(micros))
-        self._urls.put(doc_id, record.url)
-        self._fetched.put(doc_id, record.fetched_at)
-        self._times.put(doc_id, micros)
+        self._urls[doc_id] = record.url
+        self._fetched[doc_id] = record.fetched_at
+        self._times[doc_id] = micros
 
     def put_unsketched(
         self, heads: Sequence[Head], micros: Sequence[int], duplicate_of: Sequence[int]
@@ -79,28 +80,33 @@ class Documents:
         """``put`` of records that keep no sketch (the union stage's: the shards keep them),
         from the documents' heads, fetched_at in microseconds and twins (0: none), without
         making the records."""
-        writes = self._tx.writes("docs")
-        encode = DocRecord.encode_head
-        doc_ids = [head[0] for head in heads]
-        self._urls.put_many({head[0]: head[1] for head in heads})
-        self._fetched.put_many({head[0]: head[2] for head in heads})
-        self._times.put_many(dict(zip(doc_ids, micros, strict=True)))
-        for (doc_id, url, _, count), time, twin in zip(heads, micros, duplicate_of, strict=True):
-            writes[encode_id(doc_id)] = encode(url, time, count, twin)
+        if not heads:
+            return
+        doc_ids, urls, fetched_ats, counts = zip(*heads, strict=True)  # columns, in C
+        self._urls.update(zip(doc_ids, urls, strict=True))
+        self._fetched.update(zip(doc_ids, fetched_ats, strict=True))
+        self._times.update(zip(doc_ids, micros, strict=True))
+        # map stops at the shortest column: the strict zip checks that none was short
+        records = map(DocRecord.encode_head, urls, micros, counts, duplicate_of)
+        self._tx.writes("docs").update(zip(map(encode_id, doc_ids), records, strict=True))
 
     def ref(self, doc_id: int) -> StoredRef | None:
         """The url and fetched_at of a stored document, without decoding its sketch."""
-        url = self._urls.get(doc_id)
+        url = self._urls[doc_id]
         if url is None:
             return None
-        formatted = _formatted(self._fetched.get(doc_id) or "")
+        formatted = _formatted(self._fetched[doc_id] or "")
         if formatted is None:
             formatted = fetched_at_from_micros(self.fetched_micros(doc_id))
         return StoredRef(url, formatted)
 
+    def has(self, doc_id: int) -> bool:
+        """Whether a document is stored: ``ref`` is not None, without formatting it."""
+        return self._urls[doc_id] is not None
+
     def fetched_micros(self, doc_id: int) -> int:
         """A document's fetched_at in microseconds (``NO_TIME`` when missing or unknown)."""
-        micros = self._times.get(doc_id)
+        micros = self._times[doc_id]
         return NO_TIME if micros is None else micros
 
     def owner_id(self, doc_id: int) -> int | None:
@@ -144,6 +150,9 @@ def _micros(raw: bytes | None) -> int | None:
 _PLAIN_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(\d{1,6}))?Z", re.ASCII)
 
 
+# events name the same documents again and again (roots, popular matches): 12,806 refs of
+# 6,031 documents in a 30k-document run
+@lru_cache(maxsize=1 << 12)
 def _formatted(fetched_at: str) -> str | None:
     """``fetched_at`` as decoding a stored record gives it back (``format_fetched_at``),
     when a padding of its fraction says so; None for other forms (offsets), which
@@ -241,9 +250,13 @@ class UrlHistory:
         """``add`` of each of a batch's documents, in order, from their urls, fetched_at in
         microseconds and ids, with the batch's histories read at once."""
         keys = [url.encode("utf-8") for url in urls]
-        known = dict(zip(keys, self._tx.get_many("urls", keys), strict=True))
+        stored = self._tx.get_many("urls", keys)
         writes = self._tx.writes("urls")
         pack = _VERSION_ENTRY.pack
+        if not any(stored) and len(set(keys)) == len(keys):  # most batches: new urls, once each
+            writes.update(zip(keys, map(pack, micros, doc_ids), strict=True))
+            return
+        known = dict(zip(keys, stored, strict=True))
         for key, time, doc_id in zip(keys, micros, doc_ids, strict=True):
             raw = known[key]
             if raw is None:

@@ -58,9 +58,12 @@ class RocksDBOptions:
     #: tables written little (meta, stop keys) would otherwise keep every log file alive
     #: for a restart to replay, up to four times all write buffers
     log_bytes: int = 128 * _MB
-    #: tables read by point lookups of fixed-length keys and listed whole only by reports,
-    #: with their key length: a hash memtable finds such a key in its bucket where a skip
-    #: list searches in order, and rocksdict holds the GIL through every read
+    #: tables read by point lookups and listed whole only by reports, with their key
+    #: length: a hash memtable finds such a key in its bucket where a skip list searches in
+    #: order, and rocksdict holds the GIL through every read and write. ``urls``' keys vary
+    #: in length: most are shorter than the length given, and are their own prefix; longer
+    #: ones share a bucket with those of the same prefix (a skip list inserting a batch's
+    #: urls compared long common prefixes all the way down: a twentieth of the union stage)
     hashed_tables: Mapping[Table, int] = field(
         default_factory=lambda: MappingProxyType(
             {
@@ -73,6 +76,7 @@ class RocksDBOptions:
                 "parents": 8,
                 "clusters": 8,
                 "ring": 8,
+                "urls": 128,
             }
         )
     )

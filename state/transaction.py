@@ -42,8 +42,11 @@ class Transaction:
 
     def get_many(self, table: Table, keys: Sequence[bytes]) -> list[bytes | None]:
         pending = self._pending.get(table)
-        if not pending and not self._cache.get(table):  # nothing local: one batched read
-            return self.store.get_many(table, keys)
+        if not self._cache.get(table):  # nothing read yet: one batched read, under the writes
+            found = self.store.get_many(table, keys)
+            if pending:
+                return list(map(pending.get, keys, found))  # a pending None: deleted
+            return found
         self.prefetch(table, keys)
         pending = pending or {}
         cache = self._cache[table]

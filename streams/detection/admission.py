@@ -9,9 +9,9 @@ others (``shard.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import Enum
 
+import msgspec
 from neardup.core import PreparedDoc
 from neardup.state import FingerprintKind, FingerprintTable, StateView
 
@@ -33,10 +33,12 @@ class Admission(Enum):
     REPEAT = "repeat"  # already known (same url and fetched_at): nothing to do
 
 
-@dataclass(frozen=True, slots=True)
-class Twin:
+class Twin(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """The known document a new one is an exact, canonical or shingle-set copy of, and the
-    document whose sketch both share (``doc_id`` itself, or the original it copies)."""
+    document whose sketch both share (``doc_id`` itself, or the original it copies).
+
+    Frozen and not tracked by the garbage collector, as the events (``events.py``); an
+    array [doc id, method, owner] to msgspec, as the findings messages carry it."""
 
     doc_id: int
     method: Method

@@ -26,7 +26,7 @@ from .verify import EXACT
 
 __all__ = ["MAX_CONTAINED_EVENTS", "DocHead", "ref_of", "union_stage"]
 
-_REPEAT = Admission.REPEAT  # looked up once, not per document
+_NEW, _REPEAT = Admission.NEW, Admission.REPEAT  # looked up once, not per document
 
 
 class DocHead(NamedTuple):
@@ -62,31 +62,34 @@ def union_stage(
     # container object that lives through a batch ages into the garbage collector's oldest
     # generation, and full passes over a large process were a quarter of the stage
     added = [head for head, verdict in zip(heads, verdicts, strict=True) if verdict is not _REPEAT]
-    micros = [fetched_at_to_micros(head.fetched_at) for head in added]
-    doc_ids = [head.doc_id for head in added]
-    view.urls.add_many([head.url for head in added], micros, doc_ids)
-    view.clusters.add_singles(doc_ids)
-    if keep_records:
-        twins = [v.owner if isinstance(v, Twin) else 0 for v in verdicts if v is not _REPEAT]
-        view.documents.put_unsketched(added, micros, twins)
+    if added:
+        doc_ids, urls, fetched_ats, _ = zip(*added, strict=True)
+        micros = list(map(fetched_at_to_micros, fetched_ats))
+        view.urls.add_many(urls, micros, doc_ids)
+        view.clusters.add_singles(doc_ids)
+        if keep_records:
+            twins = [v.owner if isinstance(v, Twin) else 0 for v in verdicts if v is not _REPEAT]
+            view.documents.put_unsketched(added, micros, twins)
     events: list[Event] = []
     gauges: dict[str, int] = {}
-    for i, (head, verdict) in enumerate(zip(heads, verdicts, strict=True)):
-        if verdict is Admission.NEW:
-            if not near[i] and not contained[i]:
+    documents = view.documents
+    for head, verdict, matches, pairs in zip(heads, verdicts, near, contained, strict=True):
+        if verdict is _NEW:
+            if not matches and not pairs:
                 continue
             me = DocRef(head.doc_id, head.url, head.fetched_at)
-            if near[i]:
-                events.extend(_join(view, me, near[i], "near", gauges))
-            if contained[i]:
-                events.extend(_contained(view, me, contained[i], near[i]))
+            if matches:
+                _join(view, me, matches, "near", gauges, events)
+            if pairs:
+                events.extend(_contained(view, me, pairs, matches))
         elif isinstance(verdict, Twin):
-            if view.documents.ref(verdict.doc_id) is None:
+            if not documents.has(verdict.doc_id):
                 raise StateError(
                     f"fingerprint table points at missing document {verdict.doc_id:016x}"
                 )
             me = DocRef(head.doc_id, head.url, head.fetched_at)
-            events.extend(_join(view, me, [(verdict.doc_id, EXACT)], verdict.method, gauges))
+            _join(view, me, [(verdict.doc_id, EXACT)], verdict.method, gauges, events)
+    kinds = Counter(map(type, events))  # in C: no Python call per event
     by_method = Counter(event.method for event in events if isinstance(event, Duplicate))
     repeats = len(heads) - len(added)
     seconds: dict[Stage, float] = {
@@ -99,8 +102,8 @@ def union_stage(
         documents=len(heads) - repeats,
         repeats=repeats,
         duplicates_by_method={method: by_method[method] for method in METHODS},
-        merges=sum(isinstance(event, ClusterMerged) for event in events),
-        contained=sum(isinstance(event, Contained) for event in events),
+        merges=kinds[ClusterMerged],
+        contained=kinds[Contained],
         candidates=sum(f.candidates for f in findings),
         pairs_estimated=sum(f.pairs_estimated for f in findings),
         stage_seconds=MappingProxyType(seconds),
@@ -186,32 +189,41 @@ def _join(
     matches: Sequence[tuple[int, Estimate]],
     method: Method,
     gauges: dict[str, int],
-) -> list[Event]:
+    events: list[Event],
+) -> None:
     """Union the new document with every match (doc id, estimate), found by ``method``; the
     oldest matched cluster keeps its id. Only the best match is named, so only its record is
-    read. ``gauges``: where the cluster gauges' changes add up, for the batch to count once."""
-    survivor, size, retired_sizes = view.clusters.join(
-        me.doc_id, [doc_id for doc_id, _ in matches], gauges
+    read. ``gauges``: where the cluster gauges' changes add up, for the batch to count once.
+    The events go to ``events``: the duplicate, then each merge."""
+    if len(matches) == 1:
+        best_id, estimate = matches[0]
+        joined = view.clusters.join(me.doc_id, [best_id], gauges)
+    else:
+        joined = view.clusters.join(me.doc_id, [doc_id for doc_id, _ in matches], gauges)
+        best_id, estimate = max(matches, key=_rank)
+    survivor, size, retired_sizes = joined
+    if retired_sizes:
+        size = retired_sizes[-1][1]  # the duplicate names the size after every merge
+    events.append(
+        Duplicate(
+            me,
+            ref_of(view, best_id),  # stored: stores go in order, and matches are earlier ones
+            method,
+            estimate.resemblance,
+            estimate.containment,
+            survivor,
+            size,
+        )
     )
-    best_id, estimate = (
-        matches[0]
-        if len(matches) == 1
-        else max(matches, key=lambda m: (m[1].resemblance, m[1].containment, -m[0]))
-    )
-    merged: list[Event] = []
-    for retired, size in retired_sizes:
-        merged.append(
+    for retired, merged_size in retired_sizes:
+        events.append(
             ClusterMerged(
-                survivor, retired, size, me, ref_of(view, survivor), ref_of(view, retired)
+                survivor, retired, merged_size, me, ref_of(view, survivor), ref_of(view, retired)
             )
         )
-    duplicate = Duplicate(
-        me,
-        ref_of(view, best_id),  # stored: stores go in order, and matches are earlier ones
-        method,
-        estimate.resemblance,
-        estimate.containment,
-        survivor,
-        size,
-    )
-    return [duplicate, *merged]
+
+
+def _rank(match: tuple[int, Estimate]) -> tuple[float, float, int]:
+    """The best match is the most resembling, then the most containing, then the oldest id."""
+    doc_id, estimate = match
+    return estimate.resemblance, estimate.containment, -doc_id

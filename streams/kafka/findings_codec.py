@@ -15,13 +15,12 @@ detector's to the last bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 import msgspec
 from neardup.core import BadRecordError, Estimate
 
 from ..detection.admission import Admission, Twin, Verdict
-from ..detection.events import Method
 from ..detection.shard import Found, ShardFindings
 from ..detection.union import DocHead
 
@@ -31,18 +30,19 @@ VERSION = 1
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder()
 _Pair = tuple[int, float, float, float, bool]
-#: the message's layout: msgspec checks every type and builds the heads in C, where a loop
-#: in Python over every document was most of the decoding
+#: the message's layout: msgspec checks every type and builds the heads and twins in C, where
+#: a loop in Python over every document was most of the decoding; tuples, so that the many
+#: documents that found nothing share the empty one instead of a new list each
 _typed = msgspec.msgpack.Decoder(
     tuple[
         int,
         int,
         int,
         int,
-        list[DocHead] | None,
-        list[int | tuple[int, Method, int]],
-        list[list[_Pair]],
-        list[list[_Pair]],
+        tuple[DocHead, ...] | None,
+        tuple[Literal[0, 1] | Twin, ...],
+        tuple[tuple[_Pair, ...], ...],
+        tuple[tuple[_Pair, ...], ...],
         int,
         int,
     ]
@@ -102,15 +102,14 @@ def decode_findings(raw: bytes) -> ShardMessage:
         if version != VERSION:
             raise ValueError(f"version {version!r}, this neardup reads {VERSION}")
         findings = ShardFindings(
-            verdicts=tuple([_KNOWN.get(v) or _read_twin(v) for v in verdicts]),
+            # msgspec let through only codes that _KNOWN holds, and twins, which stay
+            verdicts=cast(tuple[Verdict, ...], tuple(map(_KNOWN.get, verdicts, verdicts))),
             near=_read_pairs(near),
             contained=_read_pairs(contained),
             candidates=candidates,
             pairs_estimated=pairs,
         )
-        return ShardMessage(
-            shard, offset, previous, findings, None if heads is None else tuple(heads)
-        )
+        return ShardMessage(shard, offset, previous, findings, heads)
     except (msgspec.DecodeError, ValueError, TypeError, IndexError, KeyError) as error:
         raise BadRecordError(
             "bad_findings", f"a findings message cannot be read: {error}"
@@ -123,14 +122,8 @@ def _verdict(verdict: Verdict) -> Any:
     return 0 if verdict is Admission.NEW else 1
 
 
-#: the verdicts that are not twins, by their code (most documents'): read with one lookup
-_KNOWN: dict[int | tuple[int, Method, int], Verdict] = {0: Admission.NEW, 1: Admission.REPEAT}
-
-
-def _read_twin(raw: int | tuple[int, Method, int]) -> Verdict:
-    if isinstance(raw, int):
-        raise ValueError(f"unknown verdict {raw!r}")
-    return Twin(*raw)
+#: the verdicts that are not twins, by their code (most documents')
+_KNOWN: dict[object, Verdict] = {0: Admission.NEW, 1: Admission.REPEAT}
 
 
 def _pairs(found: Found) -> list[list[list[Any]]]:
@@ -143,10 +136,10 @@ def _pairs(found: Found) -> list[list[list[Any]]]:
     ]
 
 
-def _read_pairs(raw: list[list[_Pair]]) -> Found:
+def _read_pairs(raw: tuple[tuple[_Pair, ...], ...]) -> Found:
     # most documents found nothing: one shared empty tuple, no generator each
     return tuple([_read_pairs_of(pairs) if pairs else () for pairs in raw])
 
 
-def _read_pairs_of(pairs: list[_Pair]) -> tuple[tuple[int, Estimate], ...]:
+def _read_pairs_of(pairs: tuple[_Pair, ...]) -> tuple[tuple[int, Estimate], ...]:
     return tuple([(doc_id, Estimate(r, c, back, exact)) for doc_id, r, c, back, exact in pairs])

@@ -126,15 +126,54 @@ def test_the_union_stage_gives_the_same_events_through_discards_restarts_and_res
 def test_a_read_that_straddles_a_commit_is_not_kept_and_the_cache_stays_bounded() -> None:
     cache = CommittedCache(entries=4)
     before = cache.generation
-    cache.apply({"parents": {1: 10}})  # a writer commits while a reader was reading key 2
-    cache.fill("parents", 2, 20, before)
-    assert 2 not in cache.table("parents")
-    cache.fill("parents", 2, 20, cache.generation)
-    assert cache.table("parents") == {1: 10, 2: 20}
-    cache.apply({"parents": dict.fromkeys(range(3, 9), 0)})
-    assert len(cache.table("parents")) <= 4
-    assert 8 in cache.table("parents")  # the newest stay
+    cache.apply({"nodes": {1: 10}}, before)  # a writer commits while a reader reads key 2
+    cache.fill("nodes", 2, 20, before)
+    assert 2 not in cache.table("nodes")
+    cache.fill("nodes", 2, 20, cache.generation)
+    assert cache.table("nodes") == {1: 10, 2: 20}
+    cache.apply({"nodes": dict.fromkeys(range(3, 9), 0)}, cache.generation)
+    assert len(cache.table("nodes")) <= 4
+    assert 8 in cache.table("nodes")  # the newest stay
     follower = CommittedCache(entries=0)
-    follower.fill("parents", 1, 10, follower.generation)
-    follower.apply({"parents": {2: 20}})
-    assert follower.table("parents") == {}
+    follower.fill("nodes", 1, 10, follower.generation)
+    follower.apply({"nodes": {2: 20}}, follower.generation)
+    assert follower.table("nodes") == {}
+
+
+def test_a_view_that_another_commit_overtook_passes_nothing_on() -> None:
+    stored = {1: 10}
+    cache = CommittedCache(entries=16)
+    first, second = cache.view(), cache.view()
+    early = first.table("nodes", stored.get)
+    assert early[1] == 10
+    early[5] = 50
+    late = second.table("nodes", stored.get)
+    late[1] = stored[1] = 11
+    second.commit()
+    assert cache.table("nodes") == {1: 11}
+    first.commit()  # its read of key 1 is stale, and its write is not told from its reads
+    assert cache.table("nodes") == {}
+    assert cache.view().table("nodes", stored.get)[1] == 11
+    third = cache.view()
+    third.table("nodes", stored.get)[7] = 70
+    third.commit()  # no commit in between: what it knows is committed
+    assert cache.table("nodes") == {1: 11, 7: 70}
+
+
+def test_a_cached_table_reads_each_key_once_and_get_reads_it_too() -> None:
+    loads: list[int] = []
+
+    def load(key: int) -> int | None:
+        loads.append(key)
+        return key * 10 if key % 2 else None
+
+    cache = CommittedCache(entries=16)
+    table = cache.view().table("nodes", load)
+    assert table.get(1) == 10  # not dict.get's None for a key the view has not read yet
+    assert table[1] == 10
+    assert table[2] is None and table.get(2) is None  # absent from the store
+    assert loads == [1, 2]
+    assert cache.table("nodes") == {1: 10, 2: None}  # for the views after this one
+    table[3] = 30
+    assert table[3] == 30 and loads == [1, 2]  # a view reads its own writes
+    assert 3 not in cache.table("nodes")  # not committed

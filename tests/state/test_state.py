@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from hypothesis import given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from neardup.core import IncompatibleStateError, Settings, StateError
 from neardup.core.records import format_fetched_at
@@ -524,6 +526,23 @@ def test_member_rings_and_the_size_index_follow_every_merge(
         )
 
 
+def test_a_size_key_put_and_replaced_in_one_transaction_is_never_written(tmp_path: Path) -> None:
+    with State.open(tmp_path / "state") as state:
+        view = state.view()
+        view.clusters.add_singles([1, 2, 3, 4])
+        view.clusters.merge(1, 2)
+        view.clusters.merge(1, 3)  # size 2, then 3: the key of size 2 was never stored
+        assert None not in view.tx.writes("sizes").values()
+        assert len(view.tx.writes("sizes")) == 1
+        view.commit()
+        view = state.view()
+        view.clusters.merge(1, 4)  # the stored key of size 3 is deleted
+        assert sorted(view.tx.writes("sizes").values(), key=bool) == [None, b"\x01"]
+        view.commit()
+        assert state.view().clusters.largest(10) == [(1, 4)]
+        assert len(list(state.store.items("sizes"))) == 1
+
+
 def test_a_follower_reads_what_a_writer_commits_and_never_creates_a_state(
     tmp_path: Path,
 ) -> None:
@@ -651,3 +670,67 @@ def test_a_follower_walks_a_table_on_after_its_writer_compacted_it_away(
         for follower in followers:
             follower.close()
         writer.close()
+
+
+def test_url_histories_keep_every_version_once_in_time_order(tmp_path: Path) -> None:
+    def micros(*seconds: int) -> list[int]:
+        return [second * 1_000_000 for second in seconds]
+
+    with State.open(tmp_path / "state") as state:
+        view = state.view()
+        view.urls.add_many(["https://a/", "https://b/"], micros(5, 1), [50, 10])
+        view.commit()
+        view = state.view()
+        # new urls, one of them twice in the batch
+        view.urls.add_many(
+            ["https://c/", "https://d/", "https://c/"], micros(2, 3, 8), [20, 30, 80]
+        )
+        # a stored url, one this transaction wrote (a version it has already), and a new one
+        view.urls.add_many(
+            ["https://a/", "https://c/", "https://e/"], micros(4, 8, 6), [40, 80, 60]
+        )
+        view.commit()
+        view = state.view()
+        assert {u: [doc for _, doc in view.urls.versions(f"https://{u}/")] for u in "abcde"} == {
+            "a": [40, 50],
+            "b": [10],
+            "c": [20, 80],
+            "d": [30],
+            "e": [60],
+        }
+        assert view.urls.versions("https://a/")[0][0] == "1970-01-01T00:00:04.000000Z"
+
+
+@given(st.lists(st.none() | st.datetimes(timezones=st.just(UTC)), min_size=4, max_size=7))
+@hypothesis_settings(max_examples=25, deadline=None)
+def test_a_clusters_size_age_and_ring_read_the_same_from_the_view_the_cache_and_the_store(
+    moments: list[datetime | None],
+) -> None:
+    fetched = ["" if moment is None else format_fetched_at(moment) for moment in moments]
+    ids = range(1, len(fetched) + 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        with State.open(Path(tmp) / "state") as state:
+            view = state.view()
+            for doc_id in ids:
+                record = DocRecord(f"u{doc_id}", fetched[doc_id - 1], 1, np.zeros(0, np.uint32))
+                view.documents.put(doc_id, record)
+            view.clusters.add_singles(ids)
+            view.clusters.merge(1, 2)
+            view.clusters.merge(3, 4)
+            view.clusters.merge(1, 3)  # a root retired into another
+            for doc_id in ids[4:]:
+                view.clusters.merge(1, doc_id)
+            expected = (
+                view.clusters.info(1),
+                view.clusters.age(1),
+                view.clusters.members_of(1),
+                [view.clusters.find(doc_id) for doc_id in ids],
+            )
+            assert expected[0] == ClusterInfo(len(fetched), fetched[0])
+            view.commit()
+            cached = state.view().clusters  # from the committed cache
+            assert (cached.info(1), cached.age(1), cached.members_of(1)) == expected[:3]
+        with State.open(Path(tmp) / "state") as reopened:  # from the store
+            stored = reopened.view().clusters
+            assert (stored.info(1), stored.age(1), stored.members_of(1)) == expected[:3]
+            assert [stored.find(doc_id) for doc_id in ids] == expected[3]

@@ -68,6 +68,8 @@ def test_transaction_reads_its_own_writes_and_commits_atomically(store: Store) -
     tx = Transaction(store)
     tx.put("docs", b"new", b"2")
     tx.delete("docs", b"old")
+    # read at once before any single read (one batched read, under the writes), and after
+    assert tx.get_many("docs", [b"new", b"old", b"none"]) == [b"2", None, None]
     assert tx.get("docs", b"new") == b"2"
     assert tx.get("docs", b"old") is None
     assert store.get("docs", b"old") == b"1"  # not yet
@@ -164,12 +166,12 @@ def test_rocksdb_write_ahead_log_stays_bounded(
 
 
 @pytest.mark.parametrize(
-    "table", ["supershingles", "shingles", "fingerprints", "docs", "parents", "clusters"]
+    "table", ["supershingles", "shingles", "fingerprints", "docs", "parents", "clusters", "urls"]
 )
 def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: str) -> None:
     """The point-lookup tables keep their memtables in hash tables (state/rocksdb.py): keys of
-    any length, sharing prefixes or not, in memtables and in flushed files, still read back
-    and list in key order."""
+    any length, sharing prefixes or not, shorter or longer than the hashed prefix, in
+    memtables and in flushed files, still read back and list in key order."""
     rng = random.Random(7)
     expected: dict[bytes, bytes] = {}
     with RocksDBStore(tmp_path / "db") as rocks:
@@ -177,6 +179,10 @@ def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: 
             changes = {
                 bytes(rng.randrange(4) for _ in range(rng.randrange(1, 12))): bytes([batch + 1])
                 for _ in range(400)
+            }
+            changes |= {  # long keys with a long common prefix (urls of one site)
+                b"\x02" * 126 + bytes(rng.randrange(4) for _ in range(rng.randrange(1, 12))): b"l"
+                for _ in range(50)
             }
             rocks.write({table: changes})
             expected.update(changes)

@@ -9,17 +9,21 @@ shard is the embedded detector's code path in every case.
 from __future__ import annotations
 
 import dataclasses
+import gc
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from neardup.core import Page, Preparer, Settings
+from neardup.core import Estimate, Page, Preparer, Settings, StateError
 from neardup.state import State
 from neardup.streams.detection import Detector
-from neardup.streams.detection.shard import Ownership
+from neardup.streams.detection.admission import Admission, Twin
+from neardup.streams.detection.events import Duplicate
+from neardup.streams.detection.shard import Ownership, ShardFindings
 from neardup.streams.detection.sharded import ShardedDetector
+from neardup.streams.detection.union import DocHead, union_stage
 
 from tests.helpers import VOCABULARY, family_pages, partition
 
@@ -118,3 +122,45 @@ def test_shards_with_other_settings_are_refused() -> None:
 def test_an_ownership_outside_its_shards_is_refused() -> None:
     with pytest.raises(ValueError, match="index=2, shards=2"):
         Ownership(2, 2)
+
+
+def test_the_union_stage_refuses_a_twin_of_a_document_it_does_not_hold() -> None:
+    heads = [DocHead(1, "https://a.example/", "", 10), DocHead(2, "https://b.example/", "", 10)]
+    with State.open(None) as state:
+        found = ShardFindings((Admission.NEW, Twin(1, "exact", 1)), ((), ()), ((), ()))
+        assert len(union_stage(state.view(), heads, [found], keep_records=True).events) == 1
+        missing = ShardFindings((Admission.NEW, Twin(7, "exact", 7)), ((), ()), ((), ()))
+        with pytest.raises(StateError, match="missing document 0000000000000007"):
+            union_stage(state.view(), heads, [missing], keep_records=True)
+
+
+def test_the_events_and_estimates_of_a_batch_are_not_tracked_by_the_garbage_collector() -> None:
+    # they live through a batch and would reach the collector's oldest generation, whose full
+    # passes walk every object there (a tenth of the union stage's time as dataclasses)
+    settings = Settings()
+    with State.open(None, settings) as state:
+        detector = Detector(state)
+        events = [
+            e for batch in _batches(_corpus(5), 16, settings) for e in detector.ingest(batch).events
+        ]
+    assert any(isinstance(event, Duplicate) for event in events)
+    refs = [
+        getattr(event, name)
+        for event in events
+        for name in ("doc", "match", "cluster_root")
+        if hasattr(event, name)
+    ]
+    assert refs and not any(gc.is_tracked(o) for o in [*events, *refs])
+    assert not gc.is_tracked(Estimate(0.9, 0.9, 0.9, False))
+    assert not gc.is_tracked(Twin(1, "exact", 1))
+
+
+def test_a_batch_of_repeats_only_adds_nothing_to_the_union_stage() -> None:
+    heads = [DocHead(1, "https://a.example/", "", 10), DocHead(2, "https://b.example/", "", 10)]
+    with State.open(None) as state:
+        view = state.view()
+        repeats = ShardFindings((Admission.REPEAT, Admission.REPEAT), ((), ()), ((), ()))
+        result = union_stage(view, heads, [repeats], keep_records=True)
+        assert (result.documents, result.repeats, result.events) == (0, 2, ())
+        view.commit()
+        assert list(state.store.items("docs")) == [] and list(state.store.items("urls")) == []
