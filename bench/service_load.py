@@ -12,11 +12,14 @@ the same state, in rounds:
   ``--rate`` per second from four client threads, each latency measured from the query's
   scheduled time;
 * followed: the same queries to a ``neardup serve`` process reading the state the run
-  writes (a second process, so no shared interpreter lock).
+  writes (a second process, so no shared interpreter lock), started before the run and
+  warmed by 100 queries.
 
 Reported: ingestion seconds of each (median of the rounds) and the slowdowns against
-plain; query latency p50/p99 and the share answered; and, once ingestion has stopped, the
-queries per second the service answers closed-loop (four threads) on the same state.
+plain; query latency p50/p99 and the share answered (for the follower, p99 also without
+the queries due in the run's first second, its start; and its CPU seconds); and, once
+ingestion has stopped, the queries per second the service answers closed-loop (four
+threads) on the same state.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import re
 import shutil
 import statistics
@@ -43,6 +47,11 @@ from .report import emit
 __all__ = ["main"]
 
 _THREADS = 4
+#: queries a follower answers before the run starts: its first ones warm its caches
+_WARM_UP = 100
+#: seconds from the start of a run within which queries meet its start (the writer opening
+#: the state, its two processes importing): latency is reported with and without them
+_START = 1.0
 _KINDS = ("plain", "scraped", "queried", "followed")
 
 
@@ -127,12 +136,21 @@ def _ingest_scraped(state: Path, corpus: Path) -> tuple[float, int]:
     return _finish(process, started), scrapes
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process has used (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _ingest_queried(
     state: Path, corpus: Path, bodies: list[bytes], rate: float, follower: bool = False
-) -> tuple[float, list[float], int]:
+) -> tuple[float, list[tuple[float, float]], int, float | None]:
     """Ingestion while queries go to the run's own service, or (``follower``) to a
-    `neardup serve` process reading the same state."""
+    `neardup serve` process reading the same state, already answering (it has answered
+    ``_WARM_UP`` queries). Each latency comes with when the query was due, from the start
+    of the run; and the follower's CPU seconds over the run."""
     serving = None
+    follower_cpu = None
     if follower:
         serving = subprocess.Popen(
             _neardup("serve", "--state", str(state), "--http", "127.0.0.1:0"),
@@ -140,12 +158,17 @@ def _ingest_queried(
         )
         assert serving.stderr is not None
         base: str | None = serving.stderr.readline().decode().split()[-1]
+        assert base is not None
+        warm = _Client(base)
+        for body in bodies[-_WARM_UP:]:  # not among the measured queries' first
+            warm.post("/api/v1/similar", body)
+        follower_cpu = _cpu_seconds(serving.pid)
     started = time.perf_counter()
     process, own = _start(state, corpus, not follower)
     base = base if follower else own
     assert base is not None
     client = _Client(base)
-    latencies: list[float] = []
+    latencies: list[tuple[float, float]] = []
     failures = [0]
     lock = threading.Lock()
     begin = time.perf_counter()
@@ -166,7 +189,7 @@ def _ingest_queried(
             with lock:
                 sent[0] += 1
                 if status == 200:
-                    latencies.append(spent)
+                    latencies.append((due - started, spent))
                 else:
                     failures[0] += 1
             i += _THREADS
@@ -178,9 +201,11 @@ def _ingest_queried(
     for thread in threads:
         thread.join()
     if serving is not None:
+        assert follower_cpu is not None
+        follower_cpu = _cpu_seconds(serving.pid) - follower_cpu
         serving.terminate()
         serving.communicate()
-    return seconds, latencies, failures[0]
+    return seconds, latencies, failures[0], follower_cpu
 
 
 def _closed_loop(state: Path, bodies: list[bytes], seconds: float) -> float:
@@ -264,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         scraped: list[float] = []
         queried: list[float] = []
         followed: list[float] = []
-        latencies: list[float] = []
-        follower_latencies: list[float] = []
+        latencies: list[tuple[float, float]] = []
+        follower_latencies: list[tuple[float, float]] = []
+        follower_cpu: list[float] = []
         failures = follower_failures = 0
         for round_ in range(args.rounds):
             for kind in kinds:
@@ -276,14 +302,16 @@ def main(argv: list[str] | None = None) -> int:
                 elif kind == "scraped":
                     scraped.append(_ingest_scraped(state, more_corpus)[0])
                 elif kind == "queried":
-                    seconds, lat, failed = _ingest_queried(state, more_corpus, bodies, args.rate)
+                    seconds, lat, failed, _ = _ingest_queried(state, more_corpus, bodies, args.rate)
                     queried.append(seconds)
                     latencies += lat
                     failures += failed
                 else:
-                    seconds, lat, failed = _ingest_queried(
+                    seconds, lat, failed, cpu = _ingest_queried(
                         state, more_corpus, bodies, args.rate, follower=True
                     )
+                    assert cpu is not None
+                    follower_cpu.append(round(cpu, 2))
                     followed.append(seconds)
                     follower_latencies += lat
                     follower_failures += failed
@@ -291,8 +319,9 @@ def main(argv: list[str] | None = None) -> int:
                 if kind != kinds[-1] or round_ < args.rounds - 1:
                     shutil.rmtree(state)
         capacity = _closed_loop(work / f"{kinds[-1]}-{args.rounds - 1}", bodies, 20.0)
-    ms = np.array(latencies) * 1000
-    follower_ms = np.array(follower_latencies) * 1000
+    ms = np.array([spent for _, spent in latencies]) * 1000
+    follower_ms = np.array([spent for _, spent in follower_latencies]) * 1000
+    steady_ms = np.array([spent for due, spent in follower_latencies if due >= _START]) * 1000
     report: dict[str, Any] = {
         "docs": args.docs,
         "more": args.more,
@@ -314,6 +343,13 @@ def main(argv: list[str] | None = None) -> int:
         "follower_queries_failed": follower_failures,
         "follower_p50_ms": _percentile(follower_ms, 50),
         "follower_p99_ms": _percentile(follower_ms, 99),
+        "follower_p99_ms_after_start": _percentile(steady_ms, 99),
+        "follower_cpu_seconds": follower_cpu,
+        "follower_cpu_ms_per_query": (
+            round(1000 * sum(follower_cpu) / len(follower_latencies), 2)
+            if follower_latencies
+            else None
+        ),
         "closed_loop_queries_per_second": round(capacity, 1),
     }
     emit(report, args.out)

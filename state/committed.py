@@ -18,7 +18,7 @@ for each document, and each record was one more insertion into a dict.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import Any, Literal, TypeVar
 
@@ -115,6 +115,19 @@ class CachedTable(dict[int, V | None]):
         """``table[key]``: every key has a value here, which may be None (``default`` is
         never used), where ``dict.get`` would miss the keys not yet read."""
         return self[key]
+
+    def read_many(
+        self, keys: Iterable[int], load_many: Callable[[list[int]], list[V | None]]
+    ) -> None:
+        """Read the keys this view does not know yet, nor the cache, with one call of
+        ``load_many`` for them all (a batched read), as ``table[key]`` would one by one."""
+        wanted = [key for key in keys if key not in self and key not in self._shared]
+        if not wanted:
+            return
+        generation = self._cache.generation
+        for key, value in zip(wanted, load_many(wanted), strict=True):
+            self._cache.fill(self._name, key, value, generation)
+            self[key] = value
 
 
 class CacheView:

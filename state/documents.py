@@ -100,6 +100,18 @@ class Documents:
             formatted = fetched_at_from_micros(self.fetched_micros(doc_id))
         return StoredRef(url, formatted)
 
+    def prefetch_refs(self, doc_ids: Iterable[int]) -> None:
+        """Read, at once, the url and time of documents this view has not read yet (the
+        matches a query names): ``ref`` of each then reads nothing more."""
+        wanted = [doc_id for doc_id in doc_ids if doc_id not in self._urls]
+        if not wanted:
+            return
+        store = self._tx.store
+        raws = dict(zip(wanted, store.get_many("docs", list(map(encode_id, wanted))), strict=True))
+        self._urls.read_many(wanted, lambda ids: [_ref_part(raws[i], 0) for i in ids])
+        self._fetched.read_many(wanted, lambda ids: [_ref_part(raws[i], 1) for i in ids])
+        self._times.read_many(wanted, lambda ids: [_micros(raws[i]) for i in ids])
+
     def has(self, doc_id: int) -> bool:
         """Whether a document is stored: ``ref`` is not None, without formatting it."""
         return self._urls[doc_id] is not None

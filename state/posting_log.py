@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -68,7 +69,7 @@ class _Record:
     keys: U32  # every document's keys, document after document
     owners: I64  # the document of each of ``keys``
     by_key: U32  # ``keys`` sorted, documents in order within a key
-    entries: bytes  # the index entry of each of ``by_key``, packed
+    entry_array: npt.NDArray[Any]  # the index entry of each of ``by_key`` (layout's dtype)
     by_range: I64  # positions in ``keys``, range after range, documents in order
     range_starts: I64  # where each range starts in ``by_range`` (and where the last ends)
 
@@ -78,7 +79,8 @@ class _Record:
     ) -> _Record:
         owners = np.repeat(np.arange(len(doc_ids), dtype=np.int64), lengths)
         order = np.argsort(keys, kind="stable")
-        entries = layout.pack_many(doc_ids[owners[order]], sizes[owners[order]], 0)
+        packed = layout.pack_many(doc_ids[owners[order]], sizes[owners[order]], 0)
+        entries = np.frombuffer(packed, layout.dtype)
         ranges = _ranges(keys)
         by_range = np.argsort(ranges, kind="stable").astype(np.int64)
         starts = np.searchsorted(ranges[by_range], np.arange(FOLD_RANGES + 1)).astype(np.int64)
@@ -140,53 +142,83 @@ class _Marks:
 
 
 @dataclass(frozen=True, slots=True)
+class _Live:
+    """The postings of a snapshot not yet folded, by key (logged order within a key): one
+    search finds a key's entries in every record."""
+
+    keys: U32
+    seqs: I64
+    entries: npt.NDArray[Any]  # of the layout's dtype
+
+    @classmethod
+    def of(cls, records: Sequence[_Record], folded: I64, layout: EntryLayout) -> _Live:
+        return cls.empty(layout).updated(records, folded)
+
+    @classmethod
+    def empty(cls, layout: EntryLayout) -> _Live:
+        return cls(np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, layout.dtype))
+
+    def updated(self, records: Sequence[_Record], folded: I64) -> _Live:
+        """This log once its records are ``records`` (the same or later ones) and the ranges
+        are folded up to ``folded``: entries of records gone or folded out, the new records'
+        merged in after what their keys hold (they come later). A copy of each array per
+        record added, not a sort of the whole log (a reader gets a new snapshot each batch)."""
+        wanted = np.array([record.seq for record in records], np.int64)
+        keep = np.isin(self.seqs, wanted) & (self.seqs > folded[_ranges(self.keys)])
+        keys, seqs, entries = self.keys[keep], self.seqs[keep], self.entries[keep]
+        held = set(np.unique(self.seqs).tolist())
+        for record in records:
+            if record.seq in held:
+                continue
+            live = record.seq > folded[_ranges(record.by_key)]
+            added = record.by_key[live]
+            at = np.searchsorted(keys, added, "right")
+            keys = np.insert(keys, at, added)
+            seqs = np.insert(seqs, at, np.full(len(added), record.seq, np.int64))
+            entries = np.insert(entries, at, record.entry_array[live])
+        return _Live(keys, seqs, entries)
+
+
+@dataclass(frozen=True, slots=True)
 class _Snapshot:
     """The log as one reader sees it: its records (oldest first) and marks."""
 
     records: tuple[_Record, ...]
     marks: _Marks
+    layout: EntryLayout
+    #: a reader's snapshot before this one, from which ``live`` is made at the first lookup
+    since: _Snapshot | None = None
     _folded: I64 = field(init=False)
-    #: every record's keys by key, each tagged with the record's place in the snapshot
-    #: (record << 32 | key: sorted, so one search finds a key in every record), and where
-    #: each record starts there; made at the first lookup
-    _tagged: tuple[U64, list[int]] | None = field(init=False, default=None)
+    _live: _Live | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_folded", np.array(self.marks.folded, np.int64))
 
-    def _tags(self) -> tuple[U64, list[int]]:
-        if self._tagged is None:
-            tagged = np.concatenate(
-                [
-                    (np.uint64(place) << np.uint64(32)) | record.by_key.astype(np.uint64)
-                    for place, record in enumerate(self.records)
-                ]
+    def live(self) -> _Live:
+        if self._live is None:
+            before = None if self.since is None else self.since._live
+            live = (
+                _Live.of(self.records, self._folded, self.layout)
+                if before is None
+                else before.updated(self.records, self._folded)
             )
-            starts = np.cumsum([0] + [len(r.by_key) for r in self.records]).tolist()
-            object.__setattr__(self, "_tagged", (tagged, starts))
-        assert self._tagged is not None
-        return self._tagged
+            object.__setattr__(self, "_live", live)
+            object.__setattr__(self, "since", None)  # no chain of snapshots held
+        assert self._live is not None
+        return self._live
 
-    def entries(self, keys: U32, width: int) -> list[bytes]:
+    def entries(self, keys: U32) -> list[bytes]:
         """For each of ``keys`` (distinct), its postings still in the log, packed, in the
         order they were logged."""
-        parts: list[list[bytes]] = [[] for _ in range(len(keys))]
         if not self.records or not len(keys):
             return [b""] * len(keys)
-        tagged, starts = self._tags()
-        count = len(self.records)
-        places = np.repeat(np.arange(count, dtype=np.uint64), len(keys))
-        asked = (places << np.uint64(32)) | np.tile(keys.astype(np.uint64), count)
-        lo = np.searchsorted(tagged, asked, "left")
-        hi = np.searchsorted(tagged, asked, "right")
-        seqs = np.repeat(np.array([r.seq for r in self.records], np.int64), len(keys))
-        live = (hi > lo) & (np.tile(self._folded[_ranges(keys)], count) < seqs)
-        for at in np.flatnonzero(live).tolist():  # record after record: in logged order
-            place, key = divmod(at, len(keys))
-            start = starts[place]
-            record = self.records[place]
-            parts[key].append(record.entries[(lo[at] - start) * width : (hi[at] - start) * width])
-        return [b"".join(p) for p in parts]
+        live = self.live()
+        lo = np.searchsorted(live.keys, keys, "left")
+        hi = np.searchsorted(live.keys, keys, "right")
+        found = [b""] * len(keys)
+        for at in np.flatnonzero(hi > lo).tolist():
+            found[at] = live.entries[lo[at] : hi[at]].tobytes()
+        return found
 
     def unfolded(self, fold_range: int | None) -> tuple[U32, I64, list[int], list[int]]:
         """The postings of a range (None: of every range) not yet folded, in the order they
@@ -211,6 +243,15 @@ class _Snapshot:
         if not keys:
             return np.zeros(0, np.uint32), np.zeros(0, np.int64), [], []
         return np.concatenate(keys), np.concatenate(owners), doc_ids, sizes
+
+
+def _built(snapshot: _Snapshot | None) -> _Snapshot | None:
+    """The latest snapshot whose live postings are made, from ``snapshot`` back: the one a
+    new snapshot makes its own from (a writer that never looks up would otherwise keep a
+    chain of every snapshot since its last lookup)."""
+    if snapshot is None or snapshot._live is not None:
+        return snapshot
+    return snapshot.since
 
 
 class LoggedPostings:
@@ -251,7 +292,8 @@ class LoggedPostings:
             for seq, value in zip(missing, raws, strict=True):
                 assert value is not None
                 known[seq] = _Record.decode(seq, value, self.layout)
-            snapshot = _Snapshot(tuple(known[seq] for seq in live), committed)
+            records = tuple(known[seq] for seq in live)
+            snapshot = _Snapshot(records, committed, self.layout, _built(self._snapshot))
             with self._lock:
                 self._records, self._raw, self._snapshot = known, raw, snapshot
             break
@@ -259,7 +301,7 @@ class LoggedPostings:
             raise StateError(f"the {self.table!r} log keeps changing while it is read")
         if marks is None or marks == snapshot.marks:
             return snapshot
-        return _Snapshot(snapshot.records, marks)
+        return _Snapshot(snapshot.records, marks, self.layout, _built(snapshot))
 
 
 class PostingLog:
@@ -302,15 +344,13 @@ class PostingLog:
         marks = _Marks.decode(self._tx.get("meta", self._logged.meta_key))
         if not self._written and not self._deleted:
             return self._logged.read(self._tx.store, marks)
-        committed = self._logged.read(self._tx.store, marks).records
-        kept = [r for r in committed if r.seq not in self._deleted] + self._written
-        return _Snapshot(tuple(kept), marks)
+        committed = self._logged.read(self._tx.store)
+        kept = [r for r in committed.records if r.seq not in self._deleted] + self._written
+        return _Snapshot(tuple(kept), marks, self._logged.layout, _built(committed))
 
     def meet(self, key_arrays: Sequence[U32]) -> Meetings:
         """What each document would meet under its keys, the logged postings included."""
-        snapshot = self._snapshot()
-        width = self._logged.layout.dtype.itemsize
-        return self._index.meet(key_arrays, lambda keys: snapshot.entries(keys, width))
+        return self._index.meet(key_arrays, self._snapshot().entries)
 
     def post_new(
         self, key_arrays: Sequence[U32], doc_ids: Sequence[int], sizes: Sequence[int]

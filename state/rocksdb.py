@@ -240,6 +240,8 @@ class RocksDBStore(Store):
             self._follower_dir = tempfile.mkdtemp(prefix="neardup-follower-")
             access = AccessType.secondary(self._follower_dir)
         self._opened_manifest = self._manifest() if follow else ("", -1)
+        # the writer's log as ``writer_log`` last gave it, and its file's name
+        self._last_log: tuple[tuple[str, int], str] = (("", -1), "")
         try:
             cache = Cache(tuning.block_cache_bytes)
             # RocksDB opens a database only with all of its column families: a table an older
@@ -406,12 +408,29 @@ class RocksDBStore(Store):
     def writer_log(self) -> tuple[str, int] | None:
         if not self.follower:
             return None
-        newest = ("", -1)
-        for log in self.path.glob("*.log"):  # numbered: the newest has the highest number
+        last, name = self._last_log
+        if name:
+            # while the writer writes, its log grows: one stat, no listing of a directory
+            # of hundreds of table files (a follower asks twenty times a second)
             try:
-                newest = max(newest, (log.name.rjust(16, "0"), log.stat().st_size))
-            except FileNotFoundError:  # deleted by a flush since the listing
-                continue
+                size = os.stat(self.path / name).st_size
+            except FileNotFoundError:  # deleted by a flush: a newer log took over
+                size = -1
+            if size > last[1]:
+                self._last_log = ((last[0], size), name)
+                return self._last_log[0]
+        newest, newest_name = ("", -1), ""
+        with os.scandir(self.path) as entries:
+            for entry in entries:
+                if not entry.name.endswith(".log"):
+                    continue
+                try:  # numbered: the newest has the highest number
+                    seen = (entry.name.rjust(16, "0"), entry.stat().st_size)
+                except FileNotFoundError:  # deleted by a flush since the listing
+                    continue
+                if seen > newest:
+                    newest, newest_name = seen, entry.name
+        self._last_log = (newest, newest_name)
         return newest
 
     def _manifest(self) -> tuple[str, int]:

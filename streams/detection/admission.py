@@ -62,8 +62,10 @@ def fingerprint_keys(doc: PreparedDoc) -> list[tuple[bytes, Method]]:
 
 def exact_twin(view: StateView, doc: PreparedDoc) -> Twin | None:
     """The known document ``doc`` is a copy of, if any (without registering it)."""
-    for key, method in fingerprint_keys(doc):
-        if (found := view.fingerprints.lookup(key)) is not None:
+    keys = fingerprint_keys(doc)
+    known = view.fingerprints.lookup_many([key for key, _ in keys])  # one read, not three
+    for key, method in keys:
+        if (found := known[key]) is not None:
             return Twin(found[0], method, found[1])
     return None
 

@@ -100,6 +100,7 @@ def find_similar(
         lambda e: (-e.resemblance, -e.containment),
         limit,
     )
+    _prefetch(view, [c for c in kept if c not in matches])
     return [
         matches[c]
         if c in matches
@@ -149,7 +150,14 @@ def find_containing(
         lambda e: (-max(e.containment, e.containment_reverse * excerpts), -e.resemblance),
         limit,
     )
+    _prefetch(view, kept)
     return [Match(ref_of(view, c), found[c][1], found[c][0], view.clusters.find(c)) for c in kept]
+
+
+def _prefetch(view: StateView, doc_ids: list[int]) -> None:
+    """The refs and clusters of a query's matches, read at once."""
+    view.documents.prefetch_refs(doc_ids)
+    view.clusters.prefetch(doc_ids)
 
 
 def _best(

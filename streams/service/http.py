@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import functools
 import hmac
-import io
-import json
 import logging
+import re
 import socket
 import sys
 import threading
@@ -27,6 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import msgspec
 
 from .api import API_PREFIX, Api, Limits, Request
 from .errors import (
@@ -183,6 +184,8 @@ class _Answering:
         self._one.release()
 
 
+_JSON = msgspec.json.Encoder()
+_VERSION = re.compile(r"HTTP/(\d{1,10})\.(\d{1,10})", re.ASCII)
 #: as the standard library's http.client: the longest header line, the most header lines
 _MAX_LINE = 65536
 _MAX_HEADERS = 100
@@ -252,8 +255,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def parse_request(self) -> bool:
         # the standard library's header parsing goes through the email package: a sixth of
-        # a similar query's time in `serve`. The request line is its; the header lines,
-        # "Name: value" each, are split here, with its limits and answers.
+        # a similar query's time in `serve`. The request line and the header lines ("Name:
+        # value" each) are read here, with its limits and answers.
         if not self._request_line():
             return False
         try:
@@ -275,14 +278,33 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     def _request_line(self) -> bool:
-        """The standard library's parse of the request line (method, path, version), with
-        the header lines taken as none: they are read next."""
-        rfile = self.rfile
-        self.rfile = io.BytesIO(b"\r\n")
-        try:
-            return super().parse_request()
-        finally:
-            self.rfile = rfile
+        """Method, path and version (HTTP/1.0 or 1.1; not 0.9, which has no headers), as
+        the standard library reads them; a bad line is answered here."""
+        self.command = None  # type: ignore[assignment]
+        self.request_version = self.default_request_version
+        self.close_connection = True
+        line = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.requestline = line
+        words = line.split()
+        if not words:
+            return False
+        if len(words) != 3:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({line[:100]!r})")
+            return False
+        command, path, version = words
+        number = _VERSION.fullmatch(version)
+        if number is None:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version[:20]!r})")
+            return False
+        major, minor = int(number[1]), int(number[2])
+        if major >= 2:
+            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"Invalid HTTP version {major}")
+            return False
+        self.close_connection = (major, minor) < (1, 1)
+        self.request_version = version
+        # as the standard library: "//host/x" would read as a URL with no scheme (a redirect)
+        self.command, self.path = command, "/" + path.lstrip("/") if path[:2] == "//" else path
+        return True
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
@@ -385,7 +407,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(error.status, error.body(), headers)
 
     def _json(self, status: int, value: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(value, ensure_ascii=False).encode()
+        data = _JSON.encode(value)  # msgspec: a fifth of the json module's time
         self._send(status, data, "application/json", headers)
 
     def _send(

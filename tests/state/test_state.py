@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -571,6 +572,28 @@ def test_a_follower_reads_what_a_writer_commits_and_never_creates_a_state(
         assert follower.view().counters.get("documents") == 3  # why a follower is reopened
         with State.follow(tmp_path / "state") as fresh:
             assert fresh.view().counters.get("documents") == 7
+    finally:
+        follower.close()
+        writer.close()
+
+
+def test_a_follower_sees_its_writer_go_on_in_a_new_log(tmp_path: Path) -> None:
+    """The writer's log is watched by its size; a flush starts a new log file, which the
+    follower finds, and then watches in turn."""
+    writer = State.open(tmp_path / "state")
+    follower = State.follow(tmp_path / "state")
+    try:
+        seen = [follower.writer_log]
+        for round_ in range(3):
+            view = writer.view()
+            view.counters.add("documents", 1)
+            view.commit()
+            seen.append(follower.writer_log)
+            assert seen[-1] != seen[-2], round_  # grew
+            assert follower.writer_log == seen[-1]  # and stays put while nothing is written
+            writer.store.flush_in_background()  # a new log for the next writes
+            time.sleep(0.2)
+        assert len({name for name, _ in seen[1:]}) > 1  # more than one log file was followed
     finally:
         follower.close()
         writer.close()
