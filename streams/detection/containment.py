@@ -8,6 +8,8 @@ from both samples (``neardup.core.sketch.estimate_columns`` with an ``ExtraSampl
 
 from __future__ import annotations
 
+from collections.abc import Set
+
 import numpy as np
 import numpy.typing as npt
 from neardup.core import (
@@ -127,12 +129,15 @@ def verify_containment(
     threshold: float,
     local: dict[int, PreparedDoc] | None = None,
     both_ways: bool = True,
+    known: Set[int] = frozenset(),
 ) -> tuple[list[list[ContainmentPair]], int]:
     """For each document, the documents it met whose estimated containment, one way or the
     other, is at least ``threshold``, with their estimates; and how many pairs were
     estimated. ``local``: documents of the same batch not stored yet. Without
     ``both_ways``, only the documents that contain ``threshold`` of it: the pairs that could
-    only pass the other way are not read (most of a query's pairs, with little in common)."""
+    only pass the other way are not read (most of a query's pairs, with little in common).
+    ``known``: documents the caller has estimated already (a query's near matches), left
+    out."""
     local = local or {}
     owners = met.owners()
     if not len(owners):
@@ -156,6 +161,8 @@ def verify_containment(
     if both_ways:
         keep |= _plausible(met.shared, theirs_at_least, threshold)
     rows = np.flatnonzero(keep).tolist()
+    if known:
+        rows = [r for r in rows if int(met.doc_ids[r]) not in known]
     met_ids = {int(met.doc_ids[r]) for r in rows}
     stored = sorted(met_ids - local.keys())
     view.documents.prefetch(stored)

@@ -4,7 +4,7 @@ state is not changed."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 from typing import Literal
 
@@ -81,9 +81,12 @@ def find_similar(
         # holding half of it, at the query's level less one (see find_containing)
         finer = FINER_LOOKUP if excerpts else _levels_below(DEFAULT_QUERY_CONTAINMENT)
         asking = doc.looking_up_at(doc.containment_level - finer)
+        near = {c for c, _, _ in found} | matches.keys()  # estimated already: kept as they are
         found += [
             (c, e, "contained")
-            for c, e in _containing(view, asking, settings, DEFAULT_QUERY_CONTAINMENT, excerpts)
+            for c, e in _containing(
+                view, asking, settings, DEFAULT_QUERY_CONTAINMENT, excerpts, near
+            )
         ]
     ranked: dict[int, tuple[Estimate, MatchMethod]] = {}
     for candidate, e, method in found:
@@ -175,8 +178,15 @@ def _levels_below(threshold: float) -> int:
 
 
 def _containing(
-    view: StateView, doc: PreparedDoc, settings: Settings, threshold: float, both_ways: bool
+    view: StateView,
+    doc: PreparedDoc,
+    settings: Settings,
+    threshold: float,
+    both_ways: bool,
+    known: Set[int] = frozenset(),
 ) -> list[tuple[int, Estimate]]:
     met = query_containment(view, doc)
-    found, _ = verify_containment(view, [doc], met, settings, threshold, both_ways=both_ways)
+    found, _ = verify_containment(
+        view, [doc], met, settings, threshold, both_ways=both_ways, known=known
+    )
     return found[0]

@@ -125,19 +125,23 @@ class FollowedState:
         # only this thread replaces the follower, so self._lent holds still here
         with self._lent.reading() as state:
             log = state.writer_log
-            outdated = state.outdated
             if log != self._log:  # a catch-up costs even when there is nothing to see
                 state.catch_up()
         now = time.monotonic()
         if log != self._log:
             self._log, self._log_moved = log, now
-        elif outdated and now - self._log_moved >= self._quiet:
+        elif now - self._log_moved >= self._quiet and self._lent_outdated():
             fresh = LiveState(State.follow(self._path))
             with self._swap:
                 old, self._lent = self._lent, fresh
             retired = old.detach("a newer follower answers")
             if retired is not None:
                 retired.close()
+
+    def _lent_outdated(self) -> bool:
+        # read only once the writer is quiet: it reads the writer's manifest
+        with self._lent.reading() as state:
+            return state.outdated
 
     def close(self) -> None:
         self._stopping.set()
