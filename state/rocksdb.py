@@ -106,6 +106,13 @@ class RocksDBOptions:
     #: bits per key of each table file's Bloom filter: most index lookups are for keys never
     #: seen, and the filter answers those without reading blocks
     bloom_bits_per_key: int = 10
+    #: tables compacted once level 0 holds this many files, not RocksDB's 4: the containment
+    #: lists are rewritten whole as they grow, and until a compaction every replaced version
+    #: stays on disk (2 files: 1,942 B a document right after a 20k run, 2,141 with 4, in the
+    #: same time)
+    level0_compaction_triggers: Mapping[Table, int] = field(
+        default_factory=lambda: MappingProxyType({"containment": 2})
+    )
 
     def __post_init__(self) -> None:
         sizes = {
@@ -141,7 +148,16 @@ class RocksDBOptions:
                 f"RocksDBOptions(bloom_bits_per_key={self.bloom_bits_per_key!r}): use an "
                 "integer from 1 to 64 (10 gives about 1 % false positives)"
             )
-        unknown = sorted({*self.hashed_tables, *self.uncompressed_tables} - set(TABLES))
+        for table, files in self.level0_compaction_triggers.items():
+            if not isinstance(files, int) or files < 1:
+                raise StateError(
+                    f"RocksDBOptions(level0_compaction_triggers[{table!r}]={files!r}): give a "
+                    "number of level-0 files, a positive integer (RocksDB's default is 4)"
+                )
+        unknown = sorted(
+            {*self.hashed_tables, *self.uncompressed_tables, *self.level0_compaction_triggers}
+            - set(TABLES)
+        )
         if unknown:
             raise StateError(
                 f"RocksDBOptions names unknown tables {unknown}: the tables are {', '.join(TABLES)}"
@@ -161,7 +177,11 @@ FOLLOWER_OPTIONS = RocksDBOptions(block_cache_bytes=256 * _MB)
 
 
 def _options(
-    settings: RocksDBOptions, block_cache: Any, key_length: int | None = None, compress: bool = True
+    settings: RocksDBOptions,
+    block_cache: Any,
+    key_length: int | None = None,
+    compress: bool = True,
+    level0_files: int | None = None,
 ) -> Any:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
@@ -186,6 +206,8 @@ def _options(
         options.set_write_buffer_size(settings.hashed_write_buffer_bytes)
         options.set_target_file_size_base(settings.hashed_file_bytes)
         options.set_max_bytes_for_level_base(settings.hashed_level_base_bytes)
+    if level0_files is not None:
+        options.set_level_zero_file_num_compaction_trigger(level0_files)
     return options
 
 
@@ -265,6 +287,7 @@ class RocksDBStore(Store):
                         cache,
                         tuning.hashed_tables.get(name),  # type: ignore[call-overload]
                         name not in tuning.uncompressed_tables,
+                        tuning.level0_compaction_triggers.get(name),  # type: ignore[call-overload]
                     )
                     for name in {*TABLES, *existing} - {"default"}
                 },

@@ -204,6 +204,8 @@ def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: 
         ({"hash_buckets": -1}, "hash_buckets=-1"),
         ({"hashed_tables": {"nope": 4}}, "unknown tables ['nope']"),
         ({"hashed_tables": {"docs": 0}}, "hashed_tables['docs']=0"),
+        ({"level0_compaction_triggers": {"containment": 0}}, "triggers['containment']=0"),
+        ({"level0_compaction_triggers": {"nope": 2}}, "unknown tables ['nope']"),
     ],
 )
 def test_rocksdb_options_refuse_bad_values_naming_them(
