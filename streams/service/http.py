@@ -292,6 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({line[:100]!r})")
             return False
         command, path, version = words
+        self.request_version = "HTTP/1.0"  # its refusals below get a status line
         number = _VERSION.fullmatch(version)
         if number is None:
             self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version[:20]!r})")

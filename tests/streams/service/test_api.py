@@ -352,7 +352,7 @@ def _raw(service: Service, request: bytes) -> bytes:
 def test_header_lines_are_read_as_the_protocol_says(service: Service) -> None:
     """Names in any case, a repeated field's first value, keep-alive until ``close``; a
     folded line, a name with white space, too many fields or too long a line are refused,
-    and the connection closed."""
+    and so are a version other than HTTP/1.x and an HTTP/0.9 line (no version)."""
     stats = b"GET /api/v1/stats HTTP/1.1\r\nhost: x\r\n"
     answer = _raw(service, stats + b"CONNECTION:  close \r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 200") and b'"documents"' in answer
@@ -371,6 +371,10 @@ def test_header_lines_are_read_as_the_protocol_says(service: Service) -> None:
         (stats + b"no colon\r\n\r\n", b"400"),
         (stats + b"".join(b"X-%d: 1\r\n" % n for n in range(101)) + b"\r\n", b"431"),
         (stats + b"X-Long: " + b"a" * 70000 + b"\r\n\r\n", b"431"),
+        (b"GET /api/v1/stats HTTP/2.0\r\n\r\n", b"505"),
+        (b"GET /api/v1/stats HTTP/x\r\n\r\n", b"400"),
     ]:
         assert _raw(service, bad).startswith(b"HTTP/1.1 " + status), bad[:60]
+    # HTTP/0.9 has no status line: the standard library answers with the body alone
+    assert b"Bad request syntax" in _raw(service, b"GET /api/v1/stats\r\n")
     assert call(service.url + API + "/stats").status == 200  # and the server goes on
