@@ -15,7 +15,10 @@ log, in the order they were logged: exactly the list that posting batch by batch
 stored, stop keys included (a list that reaches the cap is a stop key, folded or not). The
 log's records and the fold marks are read from the store, decoded once per process, and
 shared by a state's views (``LoggedPostings``); a view's own uncommitted record is added to
-what it reads (``PostingLog``).
+what it reads (``PostingLog``). A query in another thread than the writer's reads the log
+and the lists at two moments, and may meet a fold's lists with the log from before it: a
+document then counts twice under those keys, which lets it past a filter to its estimate,
+no further (the writer's own reads are consistent).
 
 A record: the number of documents n (4 bytes), their ids (8 bytes each), sizes (2 bytes),
 key counts (4 bytes), then every document's keys (4 bytes each, big-endian). The meta value
@@ -268,9 +271,8 @@ class LoggedPostings:
         self._raw: bytes | None = None
         self._snapshot: _Snapshot | None = None
 
-    def read(self, store: Store, marks: _Marks | None = None) -> _Snapshot:
-        """The committed log (``marks``: as the reader's transaction has them, when it
-        wrote them).
+    def read(self, store: Store) -> _Snapshot:
+        """The committed log.
 
         Every batch writes the marks, so unchanged marks are an unchanged log; and the
         records are those numbered after the last one folded into every range, up to the
@@ -299,9 +301,7 @@ class LoggedPostings:
             break
         else:
             raise StateError(f"the {self.table!r} log keeps changing while it is read")
-        if marks is None or marks == snapshot.marks:
-            return snapshot
-        return _Snapshot(snapshot.records, marks, self.layout, _built(snapshot))
+        return snapshot
 
 
 class PostingLog:
@@ -309,14 +309,12 @@ class PostingLog:
     writes it: ``meet`` as ``PostingIndex.meet``, ``post_new`` as ``PostingIndex.post_new``
     (each adds what the other does, in the same transaction)."""
 
-    def __init__(
-        self, tx: Transaction, index: PostingIndex, logged: LoggedPostings, cap: int
-    ) -> None:
+    def __init__(self, tx: Transaction, index: PostingIndex, logged: LoggedPostings) -> None:
         self._tx = tx
         self._index = index
         self._logged = logged
-        self._cap = cap
-        #: this view's uncommitted records, and the committed ones it deleted
+        #: this view's uncommitted marks and records, and the committed records it deleted
+        self._marks: _Marks | None = None
         self._written: list[_Record] = []
         self._deleted: set[int] = set()
 
@@ -332,8 +330,7 @@ class PostingLog:
             self._deleted.add(record.seq)
         self._written = []
         last = snapshot.marks.next_seq - 1
-        folded = (last,) * FOLD_RANGES
-        self._tx.put("meta", self._logged.meta_key, _Marks(last + 1, folded).encode())
+        self._mark(_Marks(last + 1, (last,) * FOLD_RANGES))
 
     @property
     def lists(self) -> PostingIndex:
@@ -341,12 +338,15 @@ class PostingLog:
         return self._index
 
     def _snapshot(self) -> _Snapshot:
-        marks = _Marks.decode(self._tx.get("meta", self._logged.meta_key))
-        if not self._written and not self._deleted:
-            return self._logged.read(self._tx.store, marks)
         committed = self._logged.read(self._tx.store)
+        if self._marks is None:
+            return committed
         kept = [r for r in committed.records if r.seq not in self._deleted] + self._written
-        return _Snapshot(tuple(kept), marks, self._logged.layout, _built(committed))
+        return _Snapshot(tuple(kept), self._marks, self._logged.layout, _built(committed))
+
+    def _mark(self, marks: _Marks) -> None:
+        self._marks = marks
+        self._tx.put("meta", self._logged.meta_key, marks.encode())
 
     def meet(self, key_arrays: Sequence[U32]) -> Meetings:
         """What each document would meet under its keys, the logged postings included."""
@@ -390,4 +390,4 @@ class PostingLog:
         )
         self._tx.put(self._logged.table, seq.to_bytes(8, "big"), record.encode())
         self._written.append(record)
-        self._tx.put("meta", self._logged.meta_key, _Marks(seq + 1, tuple(folded)).encode())
+        self._mark(_Marks(seq + 1, tuple(folded)))

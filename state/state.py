@@ -58,9 +58,7 @@ class StateView:
         )
         # most of a page's containment keys are those its near-duplicates posted a moment
         # before: logged, and folded into the lists a range of keys at a time
-        self.containment = PostingLog(
-            self.tx, containment, logged or _containment_log(), settings.containment_cap
-        )
+        self.containment = PostingLog(self.tx, containment, logged or _containment_log())
         self.clusters = Clusters(self.tx, self.documents, self._cache)
         self.urls = UrlHistory(self.tx)
         self.counters = Counters(self.tx)
