@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import hmac
 import logging
-import re
 import socket
 import sys
 import threading
@@ -43,8 +42,11 @@ from .metrics import CONTENT_TYPE, Metrics
 from .openapi import openapi
 from .sources import LiveState, StateSource
 from .timeline import Timeline
+from .wire import HeaderError, http_version, read_headers
 
 __all__ = ["Service", "dashboard_page", "parse_address"]
+
+_JSON = msgspec.json.Encoder()
 
 logger = logging.getLogger(__name__)
 
@@ -184,44 +186,6 @@ class _Answering:
         self._one.release()
 
 
-_JSON = msgspec.json.Encoder()
-_VERSION = re.compile(r"HTTP/(\d{1,10})\.(\d{1,10})", re.ASCII)
-#: as the standard library's http.client: the longest header line, the most header lines
-_MAX_LINE = 65536
-_MAX_HEADERS = 100
-
-
-class _HeaderError(Exception):
-    def __init__(self, status: HTTPStatus, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-class _Headers(dict[str, str]):
-    """A request's header fields by lower-cased name (the first of a repeated one)."""
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return super().get(name.lower(), default)
-
-
-def _read_headers(rfile: Any) -> _Headers:
-    headers = _Headers()
-    for _ in range(_MAX_HEADERS + 1):
-        line = rfile.readline(_MAX_LINE + 1)
-        if len(line) > _MAX_LINE:
-            raise _HeaderError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long")
-        if line in (b"\r\n", b"\n", b""):
-            return headers
-        text = line.decode("iso-8859-1").rstrip("\r\n")
-        name, colon, value = text.partition(":")
-        if not colon or not name or name != name.strip() or text[0] in " \t":
-            # RFC 9112 5.2: a folded line (obs-fold) or a name with white space is refused
-            raise _HeaderError(HTTPStatus.BAD_REQUEST, f"Bad header line {text[:100]!r}")
-        headers.setdefault(name.lower(), value.strip(" \t"))
-    raise _HeaderError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
-
-
 class _InternalError(ApiError):
     status = 500
     code = "internal"
@@ -260,8 +224,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._request_line():
             return False
         try:
-            self.headers = _read_headers(self.rfile)  # type: ignore[assignment]
-        except _HeaderError as error:
+            self.headers = read_headers(self.rfile)  # type: ignore[assignment]
+        except HeaderError as error:
             self.close_connection = True
             self.send_error(error.status, error.reason)
             return False
@@ -293,18 +257,19 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         command, path, version = words
         self.request_version = "HTTP/1.0"  # its refusals below get a status line
-        number = _VERSION.fullmatch(version)
+        number = http_version(version)
         if number is None:
             self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version[:20]!r})")
             return False
-        major, minor = int(number[1]), int(number[2])
+        major, minor = number
         if major >= 2:
             self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"Invalid HTTP version {major}")
             return False
         self.close_connection = (major, minor) < (1, 1)
         self.request_version = version
         # as the standard library: "//host/x" would read as a URL with no scheme (a redirect)
-        self.command, self.path = command, "/" + path.lstrip("/") if path[:2] == "//" else path
+        self.command = command
+        self.path = "/" + path.lstrip("/") if path[:2] == "//" else path
         return True
 
     def log_message(self, format: str, *args: Any) -> None:
