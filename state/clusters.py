@@ -114,12 +114,8 @@ def _load(store: Store, documents: Documents, doc_id: int) -> int | None:
     key = encode_id(doc_id)
     parent = store.get("parents", key)
     if parent is not None:
-        return _member(decode_id(parent[:8]), decode_id(parent[8:]) if len(parent) == 16 else None)
-    info, ring = store.get("clusters", key), store.get("ring", key)
-    if info is None and ring is None:
-        return None
-    size, micros = ClusterInfo.unpack(info) if info else (1, documents.fetched_micros(doc_id))
-    return _root(doc_id if ring is None else decode_id(ring), size, micros)
+        return _node(documents, doc_id, parent, None, None)
+    return _node(documents, doc_id, None, store.get("clusters", key), store.get("ring", key))
 
 
 def _load_many(store: Store, documents: Documents, doc_ids: list[int]) -> list[int | None]:
@@ -129,19 +125,26 @@ def _load_many(store: Store, documents: Documents, doc_ids: list[int]) -> list[i
     roots = [key for key, parent in zip(keys, parents, strict=True) if parent is None]
     infos = dict(zip(roots, store.get_many("clusters", roots), strict=True))
     rings = dict(zip(roots, store.get_many("ring", roots), strict=True))
-    nodes: list[int | None] = []
-    for doc_id, key, parent in zip(doc_ids, keys, parents, strict=True):
-        if parent is not None:
-            ring_next = decode_id(parent[8:]) if len(parent) == 16 else None
-            nodes.append(_member(decode_id(parent[:8]), ring_next))
-            continue
-        info, ring = infos[key], rings[key]
-        if info is None and ring is None:
-            nodes.append(None)
-            continue
-        size, micros = ClusterInfo.unpack(info) if info else (1, documents.fetched_micros(doc_id))
-        nodes.append(_root(doc_id if ring is None else decode_id(ring), size, micros))
-    return nodes
+    return [
+        _node(documents, doc_id, parent, infos.get(key), rings.get(key))
+        for doc_id, key, parent in zip(doc_ids, keys, parents, strict=True)
+    ]
+
+
+def _node(
+    documents: Documents,
+    doc_id: int,
+    parent: bytes | None,
+    info: bytes | None,
+    ring: bytes | None,
+) -> int | None:
+    """A document's node from its stored parent, or (a root) its cluster info and ring."""
+    if parent is not None:
+        return _member(decode_id(parent[:8]), decode_id(parent[8:]) if len(parent) == 16 else None)
+    if info is None and ring is None:
+        return None
+    size, micros = ClusterInfo.unpack(info) if info else (1, documents.fetched_micros(doc_id))
+    return _root(doc_id if ring is None else decode_id(ring), size, micros)
 
 
 class Clusters:

@@ -757,3 +757,34 @@ def test_a_clusters_size_age_and_ring_read_the_same_from_the_view_the_cache_and_
             stored = reopened.view().clusters
             assert (stored.info(1), stored.age(1), stored.members_of(1)) == expected[:3]
             assert [stored.find(doc_id) for doc_id in ids] == expected[3]
+
+
+def test_reads_prefetched_for_a_query_give_what_reads_one_by_one_give(tmp_path: Path) -> None:
+    """A query reads the refs and clusters of its matches at once (``prefetch_refs``,
+    ``Clusters.prefetch``): roots, members, members of members and single documents come
+    out as reading them one at a time gives them, unknown ids included. Read by a follower,
+    which caches no committed values (a writer's are mostly in its cache already)."""
+    from neardup.streams import Detector
+
+    from tests.helpers import family_pages
+
+    with State.open(tmp_path / "state") as state:
+        detector = Detector(state)
+        pages = family_pages(3, families=4, size=6)
+        for at in range(0, len(pages), 5):
+            detector.process(pages[at : at + 5])
+        ids = [doc_id for doc_id, _ in state.view().documents.scan_refs()]
+        ids += [12345, 67890]  # never stored
+
+        def read(view: StateView) -> list[object]:
+            clusters = view.clusters
+            return [(view.documents.ref(d), clusters.info(clusters.find(d))) for d in ids]
+
+        expected = read(state.view())
+        with State.follow(tmp_path / "state") as follower:
+            assert read(follower.view()) == expected
+            batched = follower.view()
+            batched.documents.prefetch_refs(ids)
+            batched.clusters.prefetch(ids)
+            assert read(batched) == expected
+        assert len({info.size for _, info in expected}) > 2  # clusters of several sizes
