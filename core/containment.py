@@ -78,8 +78,11 @@ def kept_at_levels(values: U32, lengths: I64, levels: npt.ArrayLike) -> I64:
     many values of sample i are 0 modulo 2**levels[i]: ``level_counts(sample)[level]`` for
     all of them in one pass."""
     lengths = np.asarray(lengths, np.int64)
-    at = np.clip(np.asarray(levels, np.int64), 0, MAX_LEVEL)
-    kept = _trailing_zeros(np.asarray(values, np.uint32)) >= np.repeat(at, lengths)
+    at = np.clip(np.asarray(levels, np.int64), 0, MAX_LEVEL).astype(np.uint64)
+    # kept at level L: the low L bits are 0, one mask test a value (counting trailing zeros
+    # took a float log2 of each: most of verifying a batch's containment pairs)
+    masks = np.repeat((np.uint64(1) << at) - np.uint64(1), lengths)
+    kept = (np.asarray(values, np.uint32).astype(np.uint64) & masks) == 0
     total = np.concatenate([np.zeros(1, np.int64), np.cumsum(kept, dtype=np.int64)])
     ends = np.cumsum(lengths)
     counts: I64 = total[ends] - total[ends - lengths]

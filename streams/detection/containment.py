@@ -180,13 +180,16 @@ def verify_containment(
     other_samples = unpack_samples([sample[1] for _, sample in pairs])
     queried = [docs[int(owners[r])] for r in at.tolist()]
     pair_level = level[at]
-    complete = other_counts <= settings.sample_size
     # a complete sketch is the other's whole set: its keys at the level are counted there
-    theirs = np.where(
-        complete,
-        kept_at_levels(other_samples.values, other_samples.lengths, pair_level),
-        other_counts / np.exp2(pair_level),
-    )
+    # (only those sketches are counted: most pairs are of larger documents)
+    theirs = other_counts / np.exp2(pair_level)
+    complete = np.flatnonzero(other_counts <= settings.sample_size)
+    if len(complete):
+        lengths = other_samples.lengths
+        chosen = np.zeros(len(lengths), np.bool_)
+        chosen[complete] = True
+        values = other_samples.values[np.repeat(chosen, lengths)]
+        theirs[complete] = kept_at_levels(values, lengths[complete], pair_level[complete])
     resemblance, containment, reverse, exact = estimate_columns(
         [doc.sketch.values for doc in queried],
         [doc.shingle_count for doc in queried],
