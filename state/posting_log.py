@@ -270,6 +270,14 @@ class LoggedPostings:
         #: the marks last read, as stored, and the log they describe
         self._raw: bytes | None = None
         self._snapshot: _Snapshot | None = None
+        #: records this process wrote, as encoded: one read back as written is not decoded
+        #: again (a writer reads each batch's record at its next batch: 1 ms a record)
+        self._offered: dict[int, tuple[bytes, _Record]] = {}
+
+    def offer(self, record: _Record, raw: bytes) -> None:
+        """A record a view is writing, encoded as ``raw`` (it may not be committed)."""
+        with self._lock:
+            self._offered[record.seq] = (raw, record)
 
     def read(self, store: Store) -> _Snapshot:
         """The committed log.
@@ -291,9 +299,15 @@ class LoggedPostings:
             raws = store.get_many(self.table, [seq.to_bytes(8, "big") for seq in missing])
             if any(value is None for value in raws):
                 continue  # folded by a commit since the marks were read: read them again
+            with self._lock:
+                offered = {seq: self._offered.pop(seq, None) for seq in missing}
             for seq, value in zip(missing, raws, strict=True):
                 assert value is not None
-                known[seq] = _Record.decode(seq, value, self.layout)
+                written = offered[seq]
+                if written is not None and written[0] == value:  # not one rolled back
+                    known[seq] = written[1]
+                else:
+                    known[seq] = _Record.decode(seq, value, self.layout)
             records = tuple(known[seq] for seq in live)
             snapshot = _Snapshot(records, committed, self.layout, _built(self._snapshot))
             with self._lock:
@@ -388,6 +402,8 @@ class PostingLog:
             keys,
             self._logged.layout,
         )
-        self._tx.put(self._logged.table, seq.to_bytes(8, "big"), record.encode())
+        raw = record.encode()
+        self._tx.put(self._logged.table, seq.to_bytes(8, "big"), raw)
+        self._logged.offer(record, raw)
         self._written.append(record)
         self._mark(_Marks(seq + 1, tuple(folded)))
