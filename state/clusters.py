@@ -165,7 +165,7 @@ class Clusters:
         written)."""
         self._nodes.update(dict.fromkeys(doc_ids))
 
-    def prefetch(self, doc_ids: Iterable[int]) -> None:
+    def prefetch(self, doc_ids: Sequence[int]) -> None:
         """Read at once what finding the clusters of some documents reads (their nodes and
         their parents'), for a query naming a few documents: a read per table and level, not
         one per key."""

@@ -103,14 +103,16 @@ class Documents:
     def prefetch_refs(self, doc_ids: Iterable[int]) -> None:
         """Read, at once, the url and time of documents this view has not read yet (the
         matches a query names): ``ref`` of each then reads nothing more."""
-        wanted = [doc_id for doc_id in doc_ids if doc_id not in self._urls]
-        if not wanted:
-            return
         store = self._tx.store
-        raws = dict(zip(wanted, store.get_many("docs", list(map(encode_id, wanted))), strict=True))
-        self._urls.read_many(wanted, lambda ids: [_ref_part(raws[i], 0) for i in ids])
-        self._fetched.read_many(wanted, lambda ids: [_ref_part(raws[i], 1) for i in ids])
-        self._times.read_many(wanted, lambda ids: [_micros(raws[i]) for i in ids])
+        raws: dict[int, bytes | None] = {}
+
+        def urls(ids: list[int]) -> list[str | None]:  # one read of the records for all three
+            raws.update(zip(ids, store.get_many("docs", list(map(encode_id, ids))), strict=True))
+            return [_ref_part(raws[i], 0) for i in ids]
+
+        self._urls.read_many(doc_ids, urls)
+        self._fetched.read_many(raws, lambda ids: [_ref_part(raws[i], 1) for i in ids])
+        self._times.read_many(raws, lambda ids: [_micros(raws[i]) for i in ids])
 
     def has(self, doc_id: int) -> bool:
         """Whether a document is stored: ``ref`` is not None, without formatting it."""

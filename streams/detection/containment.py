@@ -183,12 +183,10 @@ def verify_containment(
     # a complete sketch is the other's whole set: its keys at the level are counted there
     # (only those sketches are counted: most pairs are of larger documents)
     theirs = other_counts / np.exp2(pair_level)
-    complete = np.flatnonzero(other_counts <= settings.sample_size)
-    if len(complete):
+    complete = other_counts <= settings.sample_size
+    if complete.any():
         lengths = other_samples.lengths
-        chosen = np.zeros(len(lengths), np.bool_)
-        chosen[complete] = True
-        values = other_samples.values[np.repeat(chosen, lengths)]
+        values = other_samples.values[np.repeat(complete, lengths)]
         theirs[complete] = kept_at_levels(values, lengths[complete], pair_level[complete])
     resemblance, containment, reverse, exact = estimate_columns(
         [doc.sketch.values for doc in queried],
