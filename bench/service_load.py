@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import re
 import shutil
 import statistics
@@ -42,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from .corpus import iter_pages, write_jsonl
+from .cpu import cpu_seconds
 from .report import emit
 
 __all__ = ["main"]
@@ -136,12 +136,6 @@ def _ingest_scraped(state: Path, corpus: Path) -> tuple[float, int]:
     return _finish(process, started), scrapes
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds a process has used (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _ingest_queried(
     state: Path, corpus: Path, bodies: list[bytes], rate: float, follower: bool = False
 ) -> tuple[float, list[tuple[float, float]], int, float | None]:
@@ -162,7 +156,7 @@ def _ingest_queried(
         warm = _Client(base)
         for body in bodies[-_WARM_UP:]:  # not among the measured queries' first
             warm.post("/api/v1/similar", body)
-        follower_cpu = _cpu_seconds(serving.pid)
+        follower_cpu = cpu_seconds(serving.pid)
     started = time.perf_counter()
     process, own = _start(state, corpus, not follower)
     base = base if follower else own
@@ -202,7 +196,7 @@ def _ingest_queried(
         thread.join()
     if serving is not None:
         assert follower_cpu is not None
-        follower_cpu = _cpu_seconds(serving.pid) - follower_cpu
+        follower_cpu = cpu_seconds(serving.pid) - follower_cpu
         serving.terminate()
         serving.communicate()
     return seconds, latencies, failures[0], follower_cpu

@@ -38,6 +38,7 @@ from kafka import KafkaProducer
 from tests.support import tansu
 
 from .corpus import generate
+from .cpu import cpu_seconds
 from .kafka_run import Clusters, Run
 from .report import emit
 
@@ -126,7 +127,7 @@ class _Sharded(Run):
 
     def cpu_seconds(self) -> list[float]:
         """CPU seconds (user + system) each worker has used so far."""
-        return [_cpu_seconds(process.pid) for process in self.processes]
+        return [cpu_seconds(process.pid) for process in self.processes]
 
     def first_event_at(self) -> float:
         return min(r.timestamp for r in self.read(self.config.events_topic)) / 1000
@@ -144,11 +145,6 @@ class _Sharded(Run):
         """Bytes on disk of each detection state: the shards', or the single detector's."""
         name = "detector" if self.shards is None else "shard-*"
         return [_du(path) for path in sorted(self.workdir.glob(f"w*/{name}"))]
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _du(path: Path) -> int:
@@ -218,11 +214,11 @@ def main(argv: list[str] | None = None) -> int:
             run = _Sharded(broker, Path(tmp), shards, workers)
             try:
                 run.publish_prepared(messages)
-                broker_before = _cpu_seconds(broker_pid) if broker_pid else 0.0
+                broker_before = cpu_seconds(broker_pid) if broker_pid else 0.0
                 run.start()
                 done = run.completed_at(expected)
                 workers_cpu = run.cpu_seconds()
-                broker_cpu = (_cpu_seconds(broker_pid) - broker_before) if broker_pid else None
+                broker_cpu = (cpu_seconds(broker_pid) - broker_before) if broker_pid else None
                 rate = args.docs / (done - run.first_event_at())
             finally:
                 run.close()

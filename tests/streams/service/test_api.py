@@ -317,7 +317,7 @@ class _Crowded(LiveState):
 
 def test_api_requests_are_answered_one_at_a_time(swept_state: State) -> None:
     """Answers are Python holding the interpreter lock: side by side they would only trade it,
-    so the service answers one at a time, and a scrape does not wait for them."""
+    so the service answers one at a time (and gives the switch interval back after)."""
     before = sys.getswitchinterval()
     source = _Crowded(swept_state)
     running = Service(source, interval=60.0, query_switch_interval=before / 8).start()
