@@ -10,6 +10,7 @@ from .events import (
     Duplicate,
     Event,
     Method,
+    encode_event,
     format_id,
 )
 from .result import STAGES, BatchListener, BatchResult, Stage
@@ -31,6 +32,7 @@ __all__ = [
     "Match",
     "Method",
     "Stage",
+    "encode_event",
     "find_containing",
     "find_similar",
     "format_id",

@@ -37,7 +37,7 @@ import faust
 from neardup.core import BadRecordError, StateError
 from neardup.state import State
 
-from ..detection import BatchResult, Stage
+from ..detection import BatchResult, Contained, Stage, encode_event, format_id
 from ..running import prepare_work
 from ..running.inputs import DeadLetter
 from ..service import LiveState, Service
@@ -77,9 +77,8 @@ def event_records(result: BatchResult) -> list[tuple[bytes, bytes]]:
     event, which changes none, by its new document."""
     records = []
     for event in result.events:
-        data = event.to_json()
-        key = str(data["cluster"] if "cluster" in data else data["doc"]["id"]).encode()
-        records.append((key, json.dumps(data).encode()))
+        key = format_id(event.doc.doc_id if isinstance(event, Contained) else event.cluster)
+        records.append((key.encode(), encode_event(event)))
     return records
 
 

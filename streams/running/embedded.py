@@ -15,7 +15,7 @@ from typing import IO
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
 from neardup.state import State
 
-from ..detection import BatchListener, Detector
+from ..detection import BatchListener, Detector, encode_event
 from .inputs import DeadLetter, iter_records
 from .prepare_work import PrepareMode, executor, prepare_pages_timed
 from .progress import RunObserver
@@ -95,7 +95,7 @@ def run(
             summary.add(result)
             if events is not None:
                 for event in result.events:
-                    events.write(json.dumps(event.to_json()) + "\n")
+                    events.write(encode_event(event).decode() + "\n")
         summary.records += len(dead)
         for observer in observers:
             observer.update(summary)
