@@ -16,7 +16,8 @@ end with the clusters of the embedded run on the same corpus, rebuilt from the e
    causes a ``duplicate`` event, latency = its first event's timestamp - its page's
    timestamp (both Kafka CreateTime, one clock). p50 and p99 over those documents.
 
-Times come from Kafka record timestamps; the events are read once they stop coming, so the\nreading consumer takes no CPU from the worker while it runs.
+Times come from Kafka record timestamps; the events are read once they stop coming, so the
+reading consumer takes no CPU from the worker while it runs.
 """
 
 from __future__ import annotations
