@@ -29,6 +29,7 @@ import http.client
 import json
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -60,7 +61,9 @@ def _neardup(*args: str) -> list[str]:
 
 
 class _Client:
-    """One keep-alive connection per thread."""
+    """One keep-alive connection per thread, spoken over a raw socket: the load runs on the
+    cores it measures, and ``http.client`` parses each answer's headers through the email
+    package (0.4 ms of the client's CPU a query, a tenth of the server's)."""
 
     def __init__(self, base: str) -> None:
         host, port = base.removeprefix("http://").split(":")
@@ -68,19 +71,45 @@ class _Client:
         self._address = (host, int(port))
 
     def post(self, path: str, body: bytes) -> int:
+        """The status of a POST, its answer read whole."""
         connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = http.client.HTTPConnection(*self._address, timeout=30)
-            self._local.connection = connection
         try:
-            connection.request("POST", path, body, {"Content-Type": "application/json"})
-            answer = connection.getresponse()
-            answer.read()
-        except (OSError, http.client.HTTPException) as error:
-            connection.close()
-            self._local.connection = None
+            if connection is None:
+                sock = socket.create_connection(self._address, timeout=30)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                connection = self._local.connection = (sock, sock.makefile("rb"))
+            sock, answer = connection
+            sock.sendall(
+                b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s"
+                % (path.encode(), self._address[0].encode(), len(body), body)
+            )
+            status_line = answer.readline()
+            if not status_line:
+                raise OSError("the server closed the connection")
+            length, closing = 0, False
+            while (line := answer.readline()) not in (b"\r\n", b""):
+                name, _, value = line.partition(b":")
+                name = name.strip().lower()
+                if name == b"content-length":
+                    length = int(value)
+                elif name == b"connection":
+                    closing = value.strip().lower() == b"close"
+            if len(answer.read(length)) != length:
+                raise OSError("the answer was cut short")
+            if closing:
+                self._close()
+            return int(status_line.split()[1])
+        except (OSError, ValueError, IndexError) as error:
+            self._close()
             raise OSError(str(error)) from error
-        return answer.status
+
+    def _close(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if connection is not None:
+            connection[1].close()
+            connection[0].close()
 
     def get(self, path: str) -> bytes:
         connection = http.client.HTTPConnection(*self._address, timeout=30)

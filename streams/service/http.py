@@ -13,12 +13,14 @@ following redirects gets its answer from any worker.
 
 from __future__ import annotations
 
+import email.utils
 import functools
 import hmac
 import logging
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -273,7 +275,8 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s " + format, self.address_string(), *args)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("%s " + format, self.address_string(), *args)
 
     def _handle(self) -> None:
         service = self.server.service
@@ -379,12 +382,33 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(
         self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
-        self.send_response(status, HTTPStatus(status).phrase)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-store")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        # the status line, headers and body in one write: one system call and one packet a
+        # answer (the base class writes headers and body apart, and dates each answer anew)
+        self.log_request(status, len(data))
+        lines = [
+            f"{self.protocol_version} {status} {HTTPStatus(status).phrase}",
+            f"Server: {self.version_string()}",
+            f"Date: {_http_date()}",
+            f"Content-Type: {content_type}",
+            f"Content-Length: {len(data)}",
+            "Cache-Control: no-store",
+            *(f"{name}: {value}" for name, value in (headers or {}).items()),
+        ]
+        if self.close_connection:
+            lines.append("Connection: close")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("iso-8859-1")
+        self.wfile.write(head if self.command == "HEAD" else head + data)
+
+
+#: (second, its Date header value): an answer's date changes once a second
+_DATE: tuple[int, str] = (0, "")
+
+
+def _http_date() -> str:
+    global _DATE
+    now = int(time.time())
+    second, text = _DATE
+    if second != now:
+        text = email.utils.formatdate(now, usegmt=True)
+        _DATE = (now, text)
+    return text
