@@ -154,15 +154,28 @@ def _ingest_scraped(state: Path, corpus: Path) -> tuple[float, int]:
     process, base = _start(state, corpus, True)
     assert base is not None
     client = _Client(base)
-    scrapes = 0
-    while process.poll() is None:
-        try:
-            client.get("/metrics")
-            scrapes += 1
-        except OSError:
-            break  # the run ended between the poll and the scrape
-        time.sleep(1.0)
-    return _finish(process, started), scrapes
+    scrapes = [0]
+    done = threading.Event()
+
+    def scrape() -> None:
+        while not done.is_set():
+            try:
+                client.get("/metrics")
+                scrapes[0] += 1
+            except OSError:
+                return  # the run ended between the check and the scrape
+            done.wait(1.0)
+
+    # the scrapes in a thread of their own: the run's end is timed when it comes, not after
+    # the scraper's next second of sleep (which added 0.5 s to a 12 s run on average)
+    scraper = threading.Thread(target=scrape)
+    scraper.start()
+    try:
+        seconds = _finish(process, started)
+    finally:
+        done.set()
+        scraper.join()
+    return seconds, scrapes[0]
 
 
 def _ingest_queried(
