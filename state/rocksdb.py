@@ -232,6 +232,25 @@ def _total_order() -> Any:
     return read
 
 
+#: a follower's own directory, in the temporary directory: this prefix, its process id, "-"
+_FOLLOWER_PREFIX = "neardup-follower-"
+
+
+def _remove_dead_followers_dirs() -> None:
+    """Remove the directories of followers whose process is gone: one killed (SIGKILL, a
+    crash) could not remove its own, and each holds RocksDB's log of its catch-ups."""
+    for path in Path(tempfile.gettempdir()).glob(f"{_FOLLOWER_PREFIX}*-*"):
+        pid = path.name[len(_FOLLOWER_PREFIX) :].partition("-")[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue  # not named by a process id (older versions'), or this process's
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue  # alive, another user's
+
+
 class RocksDBStore(Store):
     """State in a RocksDB directory; a second process opening the same directory is refused.
 
@@ -259,7 +278,8 @@ class RocksDBStore(Store):
                 f"(`neardup run --state {self.path} ...` or a worker) first"
             )
         else:
-            self._follower_dir = tempfile.mkdtemp(prefix="neardup-follower-")
+            _remove_dead_followers_dirs()
+            self._follower_dir = tempfile.mkdtemp(prefix=f"{_FOLLOWER_PREFIX}{os.getpid()}-")
             access = AccessType.secondary(self._follower_dir)
         self._opened_manifest = self._manifest() if follow else ("", -1)
         # the writer's log as ``writer_log`` last gave it, and its file's name

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -788,3 +790,29 @@ def test_reads_prefetched_for_a_query_give_what_reads_one_by_one_give(tmp_path: 
             batched.clusters.prefetch(ids)
             assert read(batched) == expected
         assert len({info.size for _, info in expected}) > 2  # clusters of several sizes
+
+
+def test_a_follower_removes_the_directories_of_followers_that_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process id that nothing holds now (reused ids are left alone)
+    dead = tmp_path / "tmp" / f"neardup-follower-{gone.pid}-abc"
+    alive = tmp_path / "tmp" / f"neardup-follower-{os.getppid()}-def"
+    older = tmp_path / "tmp" / "neardup-follower-xyz"
+    for directory in (dead, alive, older):
+        directory.mkdir()
+        (directory / "LOG").write_text("catch-ups")
+    State.open(tmp_path / "state").close()
+    with State.follow(tmp_path / "state"):
+        own = [
+            p
+            for p in (tmp_path / "tmp").iterdir()
+            if p.name.startswith(f"neardup-follower-{os.getpid()}-")
+        ]
+        assert len(own) == 1
+    assert not dead.exists()
+    assert alive.exists() and older.exists()
+    assert not own[0].exists()  # a follower closed removes its own
