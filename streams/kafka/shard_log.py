@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
-from neardup.core import BadRecordError
+from neardup.core import BadRecordError, PreparedDoc
 from neardup.state import State, StateView
 
-from ..detection.shard import Ownership, shard_stage
+from ..detection.shard import Ownership, ShardFindings, shard_stage
 from ..detection.union import DocHead
 from .findings_codec import ShardMessage
 from .log_detector import SettingsCheck, unapplied
@@ -53,26 +54,49 @@ class ShardLog:
 
     def stage(self, messages: Sequence[tuple[int, bytes]]) -> ShardStaged:
         """Apply (offset, value) messages in ascending offset order in one transaction; those
-        below ``next_offset`` are skipped."""
+        below ``next_offset`` are skipped.
+
+        The documents of all the messages are one batch, as the single detector's
+        (``LogDetector.stage``), and the findings are split per message after: a batch's
+        fixed costs (its posting-log record and fold, the numpy passes over it) are paid
+        once a run, not once a message (20 % of a shard's CPU with runs of 8 messages)."""
         view = self.state.view()
         start = view.log_offsets.get(self.log)
-        settings = self.state.settings
-        out: list[ShardMessage] = []
         rejected: list[tuple[int, BadRecordError]] = []
-        last = start - 1
+        applied: list[tuple[int, list[PreparedDoc]]] = []
         for offset, value in unapplied(messages, start):
-            last = offset
             try:
                 docs = decode_batch(value, self._settings.check(value))
             except BadRecordError as error:
                 rejected.append((offset, error))
                 docs = []
-            findings = shard_stage(view, docs, settings, self.ownership)
+            applied.append((offset, docs))
+        batch = [doc for _, docs in applied for doc in docs]
+        findings = shard_stage(view, batch, self.state.settings, self.ownership)
+        out: list[ShardMessage] = []
+        at = 0
+        for offset, docs in applied:
+            part = _part(findings, at, at + len(docs), first=not out)
+            at += len(docs)
             heads = tuple(DocHead.of(doc) for doc in docs) if self.ownership.index == 0 else None
             previous = out[-1].offset if out else start - 1
-            out.append(ShardMessage(self.ownership.index, offset, previous, findings, heads))
-        view.log_offsets.set(self.log, last + 1)
-        return ShardStaged(view, last + 1, tuple(out), tuple(rejected))
+            out.append(ShardMessage(self.ownership.index, offset, previous, part, heads))
+        next_offset = applied[-1][0] + 1 if applied else start
+        view.log_offsets.set(self.log, next_offset)
+        return ShardStaged(view, next_offset, tuple(out), tuple(rejected))
 
     def commit(self, staged: ShardStaged) -> None:
         staged.view.commit()
+
+
+def _part(findings: ShardFindings, start: int, end: int, first: bool) -> ShardFindings:
+    """The findings of documents ``start`` to ``end`` of a batch; the batch's counts and
+    times go with its first message (the union stage sums them)."""
+    return ShardFindings(
+        findings.verdicts[start:end],
+        findings.near[start:end],
+        findings.contained[start:end],
+        findings.candidates if first else 0,
+        findings.pairs_estimated if first else 0,
+        findings.stage_seconds if first else MappingProxyType({}),
+    )
