@@ -152,6 +152,8 @@ class _Live:
     keys: U32
     seqs: I64
     entries: npt.NDArray[Any]  # of the layout's dtype
+    #: the records whose postings these are (some may have none left)
+    held: frozenset[int] = frozenset()
 
     @classmethod
     def of(cls, records: Sequence[_Record], folded: I64, layout: EntryLayout) -> _Live:
@@ -165,13 +167,18 @@ class _Live:
         """This log once its records are ``records`` (the same or later ones) and the ranges
         are folded up to ``folded``: entries of records gone or folded out, the new records'
         merged in after what their keys hold (they come later). A copy of each array per
-        record added, not a sort of the whole log (a reader gets a new snapshot each batch)."""
-        wanted = np.array([record.seq for record in records], np.int64)
-        keep = np.isin(self.seqs, wanted) & (self.seqs > folded[_ranges(self.keys)])
+        record added, not a sort of the whole log (a reader gets a new snapshot each batch).
+        The records held are remembered, not found again among the entries: sorting every
+        entry's record number for them, and for those gone, was a third of the 9 ms a
+        follower of a 100k-document state spent here at each of its writer's batches."""
+        wanted = frozenset(record.seq for record in records)
+        keep = self.seqs > folded[_ranges(self.keys)]
+        gone = self.held - wanted
+        if gone:  # records no longer in the log (a few): one comparison each
+            keep &= ~np.isin(self.seqs, np.fromiter(gone, np.int64, len(gone)), kind="table")
         keys, seqs, entries = self.keys[keep], self.seqs[keep], self.entries[keep]
-        held = set(np.unique(self.seqs).tolist())
         for record in records:
-            if record.seq in held:
+            if record.seq in self.held:
                 continue
             live = record.seq > folded[_ranges(record.by_key)]
             added = record.by_key[live]
@@ -179,7 +186,7 @@ class _Live:
             keys = np.insert(keys, at, added)
             seqs = np.insert(seqs, at, np.full(len(added), record.seq, np.int64))
             entries = np.insert(entries, at, record.entry_array[live])
-        return _Live(keys, seqs, entries)
+        return _Live(keys, seqs, entries, wanted)
 
 
 @dataclass(frozen=True, slots=True)
