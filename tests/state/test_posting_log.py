@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from neardup.core import Settings, StateError
-from neardup.state import Meetings, PostingIndex, Postings, State
+from neardup.state import Meetings, PostingIndex, Postings, State, posting_log
 from neardup.state.codec import CONTAINMENT_ENTRY
 from neardup.state.posting_log import FOLD_RANGES
 
@@ -157,3 +157,24 @@ def test_a_damaged_record_is_an_error() -> None:
         fresh = State(state.store)  # reads the log anew
         with pytest.raises(StateError, match="damaged"):
             fresh.view().containment.meet([_keys([_KEYS[0]])])
+
+
+def test_a_reader_merges_its_recent_records_after_many_lookups(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Records a reader has not merged yet are searched one by one; after ``_MERGE_AFTER``
+    lookups of one snapshot (its writer gone quiet) they are merged, and meet the same."""
+    monkeypatch.setattr(posting_log, "_MERGE_AFTER", 3)
+    with State.open(None) as state:
+        for n in range(3):  # fewer records than _RECENT: no update merges them
+            view = state.view()
+            view.containment.post_new([_keys([_KEYS[0], _KEYS[n + 1]])], [n + 1], [3])
+            view.commit()
+        probe = [_keys(_KEYS)]
+        expected = [({1: (2, 3), 2: (2, 3), 3: (2, 3)}, 0)]
+        assert _met(state.view().containment.meet(probe), 1) == expected
+        snapshot = state._containment_log.read(state.store)
+        assert snapshot.live().recent  # searched one by one
+        for _ in range(4):
+            assert _met(state.view().containment.meet(probe), 1) == expected
+        assert not snapshot.live().recent  # merged
