@@ -227,22 +227,33 @@ class _Live:
         ranges = _ranges(keys)
         limit = folded[ranges]  # a key's entries of later records are not folded
         # merged entries are all live but in the ranges folded since the merge
-        checked = (limit > self.merged_at[ranges]).tolist()
-        parts: list[list[bytes]] = [[] for _ in range(len(keys))]
-        lo = np.searchsorted(self.keys, keys, "left").tolist()
-        hi = np.searchsorted(self.keys, keys, "right").tolist()
-        for at, (start, stop) in enumerate(zip(lo, hi, strict=True)):
-            if stop > start:
-                run = self.entries[start:stop]
-                if checked[at]:
-                    run = run[self.seqs[start:stop] > limit[at]]
-                parts[at].append(run.tobytes())
+        checked = limit > self.merged_at[ranges]
+        found = [b""] * len(keys)
+        lo = np.searchsorted(self.keys, keys, "left")
+        hi = np.searchsorted(self.keys, keys, "right")
+        hits = np.flatnonzero(hi > lo)  # a writer's batch looks up tens of thousands of keys
+        whole = hits[~checked[hits]]
+        for at, start, stop in zip(
+            whole.tolist(), lo[whole].tolist(), hi[whole].tolist(), strict=True
+        ):
+            found[at] = self.entries[start:stop].tobytes()
+        passed = hits[checked[hits]]
+        if len(passed):  # the entries of these keys' runs that are not folded, all at once
+            lengths = (hi - lo)[passed]
+            firsts = np.cumsum(lengths) - lengths
+            rows = np.repeat(lo[passed] - firsts, lengths) + np.arange(int(lengths.sum()))
+            alive = self.seqs[rows] > np.repeat(limit[passed], lengths)
+            raw = self.entries[rows[alive]].tobytes()
+            sizes = np.add.reduceat(alive.astype(np.int64), firsts) * self.entries.dtype.itemsize
+            ends = np.cumsum(sizes).tolist()
+            for at, end, size in zip(passed.tolist(), ends, sizes.tolist(), strict=True):
+                found[at] = raw[end - size : end]
         for record in self.recent:
             start = np.searchsorted(record.by_key, keys, "left")
             stop = np.searchsorted(record.by_key, keys, "right")
             for at in np.flatnonzero((stop > start) & (record.seq > limit)).tolist():
-                parts[at].append(record.entry_array[start[at] : stop[at]].tobytes())
-        return [b"".join(found) for found in parts]
+                found[at] += record.entry_array[start[at] : stop[at]].tobytes()
+        return found
 
 
 #: records a reader's live postings search one by one before merging them
