@@ -206,16 +206,16 @@ class _Live:
         is_added = np.zeros(kept + len(added), np.bool_)
         is_added[at] = True
 
-        def merged(old: npt.NDArray[Any], new: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        def put(old: npt.NDArray[Any], new: npt.NDArray[Any]) -> npt.NDArray[Any]:
             out = np.empty(len(is_added), old.dtype)
             out[~is_added] = old[keep]
             out[is_added] = new[order]
             return out
 
         return _Live(
-            merged(self.keys, added),
-            merged(self.seqs, np.concatenate(added_seqs)),
-            merged(self.entries, np.concatenate(added_entries)),
+            put(self.keys, added),
+            put(self.seqs, np.concatenate(added_seqs)),
+            put(self.entries, np.concatenate(added_entries)),
             (),
             held,
             folded.copy(),
