@@ -382,7 +382,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(
         self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
-        # the status line, headers and body in one write: one system call and one packet a
+        # the status line, headers and body in one write: one system call and one packet an
         # answer (the base class writes headers and body apart, and dates each answer anew)
         self.log_request(status, len(data))
         lines = [
