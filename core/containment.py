@@ -65,8 +65,9 @@ def level_counts(keys: U32) -> I64:
     return np.cumsum(histogram[::-1])[::-1].astype(np.int64)
 
 
-def sampled_at(counts: Sequence[I64], levels: npt.ArrayLike) -> I64:
-    """``counts[i][levels[i]]`` for every i: how many values sample i keeps at a level."""
+def sampled_at(counts: Sequence[I64] | I64, levels: npt.ArrayLike) -> I64:
+    """``counts[i][levels[i]]`` for every i: how many values sample i keeps at a level
+    (``counts``: ``level_counts`` of each sample, or those stacked as rows)."""
     table = np.asarray(counts, np.int64).reshape(len(counts), MAX_LEVEL + 1)
     at = np.clip(np.asarray(levels, np.int64), 0, MAX_LEVEL)
     result: I64 = table[np.arange(len(counts)), at]

@@ -244,6 +244,8 @@ class PostingIndex:
         width = self._layout.dtype.itemsize
         full = self._cap * width
         owners, positions = carried.owners.tolist(), carried.positions.tolist()
+        # the carriers as one list, sliced per key: a list per key from numpy costs more
+        order, starts = carried.order.tolist(), [*carried.starts.tolist(), len(carried.order)]
         met: list[_Met] = []
         for i, (raw, extra) in enumerate(zip(stored, more, strict=True)):
             if raw is None and not extra:
@@ -254,7 +256,7 @@ class PostingIndex:
                 value = raw + extra if raw else extra
                 if len(value) >= full:  # it reaches the cap once its entries are appended
                     value = None
-            for row in carried.rows(i):
+            for row in order[starts[i] : starts[i + 1]]:
                 if value is None:
                     stopped[owners[row]] += 1
                 else:

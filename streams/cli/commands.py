@@ -256,6 +256,29 @@ COMMANDS = (
             ),
             with_flags(_HTTP, "--http", required=True, shown=None),
             _API_TOKEN,
+            # how `neardup run --http` makes its front (service/relay.py)
+            Option(
+                "until_stdin_closes",
+                "stop when standard input closes",
+                flags=("--until-stdin-closes",),
+                switch=True,
+                hidden=True,
+            ),
+            Option(
+                "listen_fd",
+                "serve on this inherited listening socket (bound to the --http address)",
+                flags=("--listen-fd",),
+                convert=to_int,
+                hidden=True,
+            ),
+            Option(
+                "own_from",
+                "relay metrics and the timeline to the run whose own service has this "
+                "loopback port",
+                flags=("--own-from",),
+                convert=to_int,
+                hidden=True,
+            ),
         ),
         handlers.serve,
         "Reads the state as a follower (a RocksDB secondary instance, caught up at most once a "

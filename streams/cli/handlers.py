@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 from contextlib import ExitStack
@@ -19,7 +20,17 @@ from neardup.state import State
 from ..kafka.config import WorkerConfig, detector_dir
 from ..running import embedded, queries, reports
 from ..running.progress import Progress, RunObserver, StatsLog
-from ..service import FollowedState, LiveState, Service
+from ..service import (
+    OWN_TOKEN_ENV,
+    FollowedOnDemand,
+    FollowedState,
+    Front,
+    LiveState,
+    Relay,
+    Service,
+    own_token,
+    url_of,
+)
 
 __all__ = [
     "clusters",
@@ -103,13 +114,15 @@ def run(args: argparse.Namespace) -> int:
     if args.stats_every < 1:
         raise NeardupError(f"--stats-every {args.stats_every} must be at least 1")
     with ExitStack() as stack:
+        # closed after the state: the service's front answers until the run is over
+        last = stack.enter_context(ExitStack())
         state = stack.enter_context(State.open(args.state, settings_for(args.state, args)))
         events = _open_output(stack, args.events)
         dead = _open_output(
             stack, args.dead_letters or os.path.join(args.state, "dead-letters.jsonl")
         )
         observers: list[RunObserver] = [] if args.quiet else [Progress()]
-        service = _serve_while_running(stack, state, args)
+        service = _serve_while_running(stack, last, state, args)
         stats = _open_output(stack, args.stats)
         if stats is not None:
             # the files as they are: a flush per line would change the run it measures
@@ -137,20 +150,38 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve_while_running(
-    stack: ExitStack, state: State, args: argparse.Namespace
+    stack: ExitStack, last: ExitStack, state: State, args: argparse.Namespace
 ) -> Service | None:
-    """``run --http``: the service answers from the state being written until the run ends
-    (stopped before the state closes)."""
+    """``run --http``: the service answers from the state being written until the run ends;
+    the run's own part stops before the state closes (``stack``), its front after (``last``)."""
     if args.http is None:
         return None
+    # the address is served by a follower child, the front: queries answered here would
+    # wait for the detector's interpreter lock (relay.py). The run serves what only it knows
+    # (metrics, the timeline) on a loopback port of its own, to the front only.
+    listening = _listen(args.http)
     source = LiveState(state)
+    token = own_token()
     service = Service(
-        source, args.http, args.api_token, query_switch_interval=QUERY_SWITCH_INTERVAL
+        source, ("127.0.0.1", 0), token, query_switch_interval=QUERY_SWITCH_INTERVAL
     ).start()
     stack.callback(source.detach, "the run has ended")
     stack.callback(service.stop)
-    service.announce()
+    address = listening.getsockname()
+    front = Front(args.state, listening, args.api_token, service.port, token).start()
+    last.callback(front.stop)
+    print(f"neardup: serving {url_of(address)}", file=sys.stderr, flush=True)
     return service
+
+
+def _listen(address: tuple[str, int]) -> socket.socket:
+    host = address[0]
+    try:
+        return socket.create_server(
+            address, family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=128
+        )
+    except OSError as error:
+        raise NeardupError(f"--http {host}:{address[1]}: cannot listen there ({error})") from None
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -158,13 +189,34 @@ def serve(args: argparse.Namespace) -> int:
     path = Path(args.state)
     if not (path / "CURRENT").exists() and (detector_dir(path) / "CURRENT").exists():
         path = detector_dir(path)
-    source = FollowedState(path)
+    # a run's front (the state is the run's) follows it once a request reads it
+    source = FollowedOnDemand(path) if args.own_from is not None else FollowedState(path)
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
+    if args.until_stdin_closes:  # a run's child: it goes when the run does, however it ends
+
+        def stop_at_eof() -> None:
+            sys.stdin.buffer.read()
+            stopping.set()
+
+        threading.Thread(target=stop_at_eof, daemon=True).start()
+    relay = listening = None
+    if args.own_from is not None:  # a run's front (service/relay.py)
+        relay = Relay(args.own_from, os.environ.get(OWN_TOKEN_ENV, ""))
+    if args.listen_fd is not None:
+        listening = socket.socket(fileno=args.listen_fd)
     try:
-        service = Service(source, args.http, args.api_token, followed=_FOLLOWED).start()
-        service.announce()
+        service = Service(
+            source,
+            args.http,
+            args.api_token,
+            followed=_FOLLOWED,
+            relay=relay,
+            listening=listening,
+        ).start()
+        if listening is None:  # else the run has said where it serves
+            service.announce()
         stopping.wait()
         service.stop()
     finally:

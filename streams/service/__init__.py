@@ -6,6 +6,7 @@ timeline.py  what the dashboard plots: sampled numbers and cluster growth
 api.py       the JSON endpoints (version 1), each a function of one request
 openapi.py   their OpenAPI description
 http.py      the server: routing, auth, limits, JSON errors, the dashboard page
+relay.py     a run's front: a follower child serving its address, relaying what only it knows
 errors.py    what a request can get wrong, as HTTP statuses
 """
 
@@ -13,20 +14,28 @@ from .api import API_PREFIX, Api, Limits, Request
 from .errors import ApiError
 from .http import Service, parse_address
 from .metrics import Metrics
-from .sources import FollowedState, LiveState, StateSource
+from .relay import OWN_TOKEN_ENV, Front, Relay, own_token
+from .sources import FollowedOnDemand, FollowedState, LiveState, StateSource
 from .timeline import Timeline
+from .wire import url_of
 
 __all__ = [
     "API_PREFIX",
+    "OWN_TOKEN_ENV",
     "Api",
     "ApiError",
+    "FollowedOnDemand",
     "FollowedState",
+    "Front",
     "Limits",
     "LiveState",
     "Metrics",
+    "Relay",
     "Request",
     "Service",
     "StateSource",
     "Timeline",
+    "own_token",
     "parse_address",
+    "url_of",
 ]

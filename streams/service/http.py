@@ -42,9 +42,10 @@ from .errors import (
 )
 from .metrics import CONTENT_TYPE, Metrics
 from .openapi import openapi
+from .relay import Relay
 from .sources import LiveState, StateSource
 from .timeline import Timeline
-from .wire import HeaderError, http_version, read_headers
+from .wire import HeaderError, http_version, read_headers, url_of
 
 __all__ = ["Service", "dashboard_page", "parse_address"]
 
@@ -94,15 +95,19 @@ class Service:
         followed: int = 0,
         interval: float = 2.0,
         query_switch_interval: float | None = None,
+        relay: Relay | None = None,
+        listening: socket.socket | None = None,
     ) -> None:
         self.source = source
+        #: where the paths only a run can answer go, for a run's front (relay.py)
+        self.relay = relay
         self.metrics = Metrics(source)
         self.timeline = Timeline(source, self.metrics, interval, followed=followed)
         self.api = Api(source, self.timeline, limits)
         self.token = token or None
         self.locate = locate
         self.answering = _Answering(query_switch_interval)
-        self._server = _Server(address, _Handler, self)
+        self._server = _Server(address, _Handler, self, listening)
         self._thread: threading.Thread | None = None
 
     @property
@@ -111,10 +116,11 @@ class Service:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        name = host.decode() if isinstance(host, bytes) else host
-        shown = f"[{name}]" if ":" in name else name
-        return f"http://{shown}:{port}"
+        return url_of(self._server.server_address)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
 
     @property
     def advertised_url(self) -> str:
@@ -131,7 +137,8 @@ class Service:
         print(f"neardup: serving {self.url}", file=sys.stderr, flush=True)
 
     def start(self) -> Service:
-        self.timeline.start()
+        if self.relay is None:  # a run's front shows the run's timeline, relayed
+            self.timeline.start()
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="neardup-http", daemon=True
         )
@@ -197,9 +204,22 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], handler: type, service: Service) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type,
+        service: Service,
+        listening: socket.socket | None = None,
+    ) -> None:
         self.service = service
-        super().__init__(address, handler)
+        if listening is None:
+            super().__init__(address, handler)
+            return
+        # a socket bound by another process (a run, for its front): served as it is
+        super().__init__(listening.getsockname()[:2], handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = listening
+        self.server_address = listening.getsockname()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -295,6 +315,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._redirect(owner + self.path)
                     return
             body = self._body(service)
+            if self._relayed(service, path, body):
+                return
             if path == "/metrics":
                 self._only("GET", "HEAD")
                 self._send(200, service.metrics.render(), CONTENT_TYPE)
@@ -317,6 +339,18 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception:  # a bug must not take the server down: answer, log, go on
             logger.exception("neardup service: %s %s failed", self.command, self.path)
             self._error(_InternalError("internal error; the server's log has the details"))
+
+    def _relayed(self, service: Service, path: str, body: bytes) -> bool:
+        """Whether the run behind this front answered (a path only it can answer); if it
+        does not, this server answers from the state."""
+        relay = service.relay
+        if relay is None or not relay.takes(path):
+            return False
+        answer = relay.forward(self.command, self.path, body)
+        if answer is None:
+            return False
+        self._send(answer.status, answer.body, answer.content_type, answer.headers)
+        return True
 
     def _authorize(self, service: Service, query: dict[str, list[str]]) -> None:
         if service.token is None:

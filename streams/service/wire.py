@@ -1,4 +1,4 @@
-"""A request's version and header lines as they come off the socket.
+"""A request's version and header lines as they come off the socket, and a server's URL.
 
 The standard library's ``BaseHTTPRequestHandler`` parses header lines through the email
 package: a sixth of a similar query's time in ``neardup serve``. They are ``Name: value``
@@ -11,7 +11,7 @@ import re
 from http import HTTPStatus
 from typing import Any, Protocol
 
-__all__ = ["HeaderError", "Headers", "Lines", "http_version", "read_headers"]
+__all__ = ["HeaderError", "Headers", "Lines", "http_version", "read_headers", "url_of"]
 
 _VERSION = re.compile(r"HTTP/(\d{1,10})\.(\d{1,10})", re.ASCII)
 #: as the standard library's http.client: the longest header line, the most header lines
@@ -63,3 +63,11 @@ def read_headers(rfile: Lines) -> Headers:
             raise HeaderError(HTTPStatus.BAD_REQUEST, f"Bad header line {text[:100]!r}")
         headers.setdefault(name.lower(), value.strip(" \t"))
     raise HeaderError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
+
+
+def url_of(address: Any) -> str:
+    """The URL of a server listening on ``address`` (a socket's name)."""
+    host, port = address[:2]
+    name = host.decode() if isinstance(host, bytes) else host
+    shown = f"[{name}]" if ":" in name else name
+    return f"http://{shown}:{port}"

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.error
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,3 +121,131 @@ def test_serve_answers_from_a_state_that_run_is_writing(tmp_path: Path) -> None:
         metrics = call(base + "/metrics").body.decode()
         assert f"neardup_documents_total {float(total)}" in metrics
         assert stats["clusters"] >= 10
+
+
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (Linux's /proc)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def _gone(pid: int, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while Path(f"/proc/{pid}").exists():
+        status = Path(f"/proc/{pid}/status")
+        try:
+            if "\nState:\tZ" in status.read_text():
+                return True  # exited, not yet reaped
+        except OSError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@contextmanager
+def _running_with_http(state: Path, *options: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    run = subprocess.Popen(
+        [
+            *NEARDUP,
+            "run",
+            "--quiet",
+            "--batch-size",
+            "16",
+            "--state",
+            str(state),
+            "--http",
+            "127.0.0.1:0",
+            *options,
+            "-",
+        ],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert run.stderr is not None
+        line = run.stderr.readline().decode()
+        assert line.startswith("neardup: serving http://"), line
+        yield run, line.split()[-1]
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.wait(timeout=60)
+        assert run.stderr is not None and run.stdin is not None
+        run.stderr.close()
+        run.stdin.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree in /proc")
+def test_run_serves_queries_from_a_follower_front_and_its_own_metrics(tmp_path: Path) -> None:
+    """`run --http`: a `serve` child answers at the run's address while the run writes, and
+    relays to the run what the state does not say (its metrics, the dashboard's timeline);
+    it ends with the run."""
+    first, second, _ = two_sweeps()
+    before = family_pages(5)
+    with _running_with_http(tmp_path / "state") as (run, base):
+        fronts = [pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid)]
+        assert len(fronts) == 1, "one front"
+        stdin: IO[bytes] = run.stdin  # type: ignore[assignment]
+        later = family_pages(6, families=10, size=6)
+        stdin.write(_lines(before + first + later[:30]))
+        stdin.flush()
+        # batches of 16: each is ingested once the next has come (the last at the end)
+        _wait(base + "/api/v1/stats", lambda s: s["documents"] >= 48)
+        versions = _wait(
+            base + "/api/v1/history?url=" + quote("https://site.example/news/1"),
+            lambda h: len(h["versions"]) >= 1,
+        )["versions"]
+        assert versions[0]["fetched_at"].startswith("2026-01-01T00:00:00")
+        similar = call(
+            base + "/api/v1/similar", "POST", {"content": first[0].content, "limit": 3}
+        ).json()
+        assert similar["matches"][0]["url"] == "https://site.example/news/1"
+        # the metrics are the run's: only it times its batches' stages
+        metrics = call(base + "/metrics").body.decode()
+        assert 'neardup_stage_seconds_count{stage="prepare"}' in metrics
+        assert run.poll() is None, "the run is still writing"
+        stdin.write(_lines(second + later[30:]))
+        stdin.close()
+        assert run.wait(timeout=120) == 0
+        assert _gone(fronts[0]), "the front ends with the run"
+    with pytest.raises(urllib.error.URLError, match="refused"):
+        call(base + "/healthz")
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree in /proc")
+def test_a_killed_run_takes_its_front_along_and_a_token_guards_it(tmp_path: Path) -> None:
+    with _running_with_http(tmp_path / "state", "--api-token", "sesame") as (run, base):
+        stdin: IO[bytes] = run.stdin  # type: ignore[assignment]
+        stdin.write(_lines(family_pages(3) + family_pages(4)))  # 60: two batches ingested
+        stdin.flush()
+        assert call(base + "/healthz").status == 200
+        assert call(base + "/api/v1/stats").status == 401
+        assert call(base + "/metrics").status == 401
+        bearer = {"Authorization": "Bearer sesame"}
+        _wait_with(base + "/api/v1/stats", bearer, lambda s: s["documents"] >= 16)
+        relayed = call(base + "/metrics", headers=bearer)
+        assert relayed.status == 200 and b"neardup_documents_total" in relayed.body
+        front = next(pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid))
+        run.kill()  # no clean-up: the front sees its standard input close
+        run.wait(timeout=30)
+        assert _gone(front), "the front outlived a killed run"
+
+
+def _wait_with(url: str, headers: dict[str, str], check: Any, seconds: float = 30.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = call(url, headers=headers)
+        if answer.status == 200 and check(answer.json()):
+            return answer.json()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{url} never passed the check: {answer.status} {answer.body!r}")
+        time.sleep(0.2)

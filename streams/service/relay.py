@@ -1,0 +1,191 @@
+"""``neardup run --http``: a follower child in front, the run's own service behind it.
+
+A run answering queries itself makes each wait for its detector's interpreter lock, at every
+state read and at each step of the request (p99 731-883 ms at 100 similar queries a second
+beside full-speed ingestion, where ``neardup serve`` answered in 40-70 ms); relaying them
+from the run to a follower kept the waits in the run (docs/service.md).
+
+So a follower child serves the run's address (``Front``): a ``neardup serve`` process over
+the run's state directory, answering every state query and relaying to the run (``Relay``)
+what only the run knows: its metrics, the dashboard's timeline and the cluster growth it
+measures from its batches. The run's own service listens on a loopback port of its own and
+takes only a token made for the child. The child exits when its standard input closes, so a
+run that dies takes it along.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from .api import API_PREFIX
+from .wire import HeaderError, read_headers, url_of
+
+__all__ = ["OWN_PATHS", "OWN_TOKEN_ENV", "Front", "Relay", "RelayedAnswer"]
+
+#: what a run's front relays to the run: what the run knows and its state does not say
+OWN_PATHS = frozenset({"/metrics", API_PREFIX + "/dashboard", API_PREFIX + "/clusters/growing"})
+#: the environment variable that gives the front the run's own token
+OWN_TOKEN_ENV = "NEARDUP_OWN_TOKEN"
+
+#: seconds a relayed request may take before the front answers it itself
+_TIMEOUT = 30.0
+#: the answer's headers that go back to the client (the rest are the relayed server's own)
+_PASSED = ("allow", "www-authenticate", "retry-after")
+
+
+@dataclass(frozen=True, slots=True)
+class RelayedAnswer:
+    status: int
+    content_type: str
+    body: bytes
+    headers: dict[str, str]
+
+
+class _NoAnswerError(Exception):
+    """The other server did not answer: stopped, or the connection broke."""
+
+
+class Relay:
+    """Requests for ``paths`` handed to another neardup server on this machine (``port``,
+    with its ``token``), one kept-alive connection per request thread."""
+
+    def __init__(self, port: int, token: str, paths: frozenset[str] = OWN_PATHS) -> None:
+        self.port = port
+        self.paths = paths
+        self._token = token
+        self._connections = threading.local()
+
+    def takes(self, path: str) -> bool:
+        return path in self.paths
+
+    def forward(self, method: str, target: str, body: bytes) -> RelayedAnswer | None:
+        """The other server's answer to a request (``target``: path and query), or None when
+        it gives none (the caller answers). A request is sent again once on a fresh
+        connection if a kept-alive one had been closed: the relayed requests change
+        nothing."""
+        for attempt in range(2):
+            try:
+                return self._exchange(method, target, body)
+            except (OSError, ValueError, _NoAnswerError, HeaderError):
+                self._drop()
+                if attempt:
+                    return None
+        return None
+
+    def _exchange(self, method: str, target: str, body: bytes) -> RelayedAnswer:
+        connection, lines = self._connection()
+        head = (
+            f"{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {self._token}\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        connection.sendall(head.encode("iso-8859-1") + body)
+        status_line = lines.readline(65537)
+        words = status_line.split(None, 2)
+        if len(words) < 2 or not words[1].isdigit():
+            raise _NoAnswerError(f"no status line ({status_line[:40]!r})")
+        headers = read_headers(lines)
+        length = int(headers.get("Content-Length", "0"))
+        data = lines.read(length) if method != "HEAD" else b""
+        if len(data) != length and method != "HEAD":
+            raise _NoAnswerError("the answer was cut short")
+        if headers.get("Connection", "").lower() == "close":
+            self._drop()
+        return RelayedAnswer(
+            int(words[1]),
+            headers.get("Content-Type", "application/json"),
+            data,
+            {name: headers[name] for name in _PASSED if name in headers},
+        )
+
+    def _connection(self) -> tuple[socket.socket, IO[bytes]]:
+        held: tuple[socket.socket, IO[bytes]] | None = getattr(self._connections, "held", None)
+        if held is None:
+            connection = socket.create_connection(("127.0.0.1", self.port), timeout=_TIMEOUT)
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            held = (connection, connection.makefile("rb"))
+            self._connections.held = held
+        return held
+
+    def _drop(self) -> None:
+        held = getattr(self._connections, "held", None)
+        self._connections.held = None
+        if held is not None:
+            held[1].close()
+            held[0].close()
+
+
+class Front:
+    """The ``neardup serve`` child that serves a run's address from its state directory: it
+    takes over ``listening`` (a socket the run has bound, so that a taken address fails the
+    run at once and clients may connect before the child is up), and relays ``OWN_PATHS``
+    to the run's own service (``own_port``, ``own_token``). ``token``: the bearer token
+    clients must give, if any."""
+
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str],
+        listening: socket.socket,
+        token: str | None,
+        own_port: int,
+        own_token: str,
+    ) -> None:
+        self._listening = listening
+        self._command: Sequence[str] = [
+            sys.executable,
+            "-m",
+            "neardup.streams",
+            "serve",
+            "--state",
+            str(Path(state_dir)),
+            "--http",
+            url_of(listening.getsockname()).removeprefix("http://"),
+            "--listen-fd",
+            str(listening.fileno()),
+            "--own-from",
+            str(own_port),
+            "--until-stdin-closes",
+        ]
+        self._environment = {**os.environ, OWN_TOKEN_ENV: own_token}
+        self._environment.pop("NEARDUP_HTTP", None)
+        if token:
+            self._environment["NEARDUP_API_TOKEN"] = token
+        else:
+            self._environment.pop("NEARDUP_API_TOKEN", None)
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Front:
+        self._process = subprocess.Popen(
+            self._command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=self._environment,
+            pass_fds=(self._listening.fileno(),),
+        )
+        self._listening.close()  # the child's now: its accepting ends with it
+        return self
+
+    def stop(self) -> None:
+        """Stop the child (its standard input closes) and wait for it."""
+        if self._process is None:
+            return
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+def own_token() -> str:
+    """A token for a run's own service, known to its front only."""
+    return secrets.token_urlsafe(24)
