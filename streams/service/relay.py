@@ -10,17 +10,19 @@ the run's state directory, answering every state query and relaying to the run (
 what only the run knows: its metrics, the dashboard's timeline and the cluster growth it
 measures from its batches. The run's own service listens on a loopback port of its own and
 takes only a token made for the child. The child exits when its standard input closes, so a
-run that dies takes it along.
+run that dies takes it along; a child that exits while the run goes on is started again.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,13 +31,18 @@ from typing import IO
 from .api import API_PREFIX
 from .wire import HeaderError, read_headers, url_of
 
-__all__ = ["OWN_PATHS", "OWN_TOKEN_ENV", "Front", "Relay", "RelayedAnswer"]
+__all__ = ["OWN_PATHS", "OWN_TOKEN_ENV", "Front", "Relay", "RelayedAnswer", "own_token"]
+
+logger = logging.getLogger(__name__)
 
 #: what a run's front relays to the run: what the run knows and its state does not say
 OWN_PATHS = frozenset({"/metrics", API_PREFIX + "/dashboard", API_PREFIX + "/clusters/growing"})
 #: the environment variable that gives the front the run's own token
 OWN_TOKEN_ENV = "NEARDUP_OWN_TOKEN"
 
+#: starts of a run's front within a minute past which the run goes on without one (a child
+#: that cannot start would be started again and again)
+_STARTS_PER_MINUTE = 5
 #: seconds a relayed request may take before the front answers it itself
 _TIMEOUT = 30.0
 #: the answer's headers that go back to the client (the rest are the relayed server's own)
@@ -125,10 +132,10 @@ class Relay:
 
 class Front:
     """The ``neardup serve`` child that serves a run's address from its state directory: it
-    takes over ``listening`` (a socket the run has bound, so that a taken address fails the
-    run at once and clients may connect before the child is up), and relays ``OWN_PATHS``
+    accepts on ``listening`` (a socket the run has bound, so that a taken address fails the
+    run at once and clients may connect before a child is up), and relays ``OWN_PATHS``
     to the run's own service (``own_port``, ``own_token``). ``token``: the bearer token
-    clients must give, if any."""
+    clients must give, if any. A child that exits before ``stop`` is started again."""
 
     def __init__(
         self,
@@ -161,8 +168,18 @@ class Front:
         else:
             self._environment.pop("NEARDUP_API_TOKEN", None)
         self._process: subprocess.Popen[bytes] | None = None
+        self._starts: list[float] = []
+        self._stopping = False
+        self._lock = threading.Lock()
 
     def start(self) -> Front:
+        self._spawn()
+        threading.Thread(target=self._watch, name="neardup-front", daemon=True).start()
+        return self
+
+    def _spawn(self) -> None:
+        # the run keeps its copy of the socket: while no child accepts (one is starting
+        # again), connections wait in its backlog instead of being refused
         self._process = subprocess.Popen(
             self._command,
             stdin=subprocess.PIPE,
@@ -170,20 +187,45 @@ class Front:
             env=self._environment,
             pass_fds=(self._listening.fileno(),),
         )
-        self._listening.close()  # the child's now: its accepting ends with it
-        return self
+        self._starts.append(time.monotonic())
+
+    def _watch(self) -> None:
+        """Start the child again when it exits before the run stops it."""
+        while True:
+            process = self._process
+            assert process is not None
+            code = process.wait()
+            with self._lock:
+                if self._stopping:
+                    return
+                now = time.monotonic()
+                if sum(now - at < 60.0 for at in self._starts) >= _STARTS_PER_MINUTE:
+                    logger.error(
+                        "neardup run: the service's front exited (%s) %d times in a minute; "
+                        "the run goes on without it",
+                        code,
+                        _STARTS_PER_MINUTE,
+                    )
+                    return
+                logger.warning(
+                    "neardup run: the service's front exited (%s); starting another", code
+                )
+                self._spawn()
 
     def stop(self) -> None:
-        """Stop the child (its standard input closes) and wait for it."""
-        if self._process is None:
-            return
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        try:
-            self._process.wait(10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        """Stop the child (its standard input closes), wait for it, close the socket."""
+        with self._lock:
+            self._stopping = True
+            process = self._process
+        if process is not None:
+            if process.stdin is not None:
+                process.stdin.close()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._listening.close()
 
 
 def own_token() -> str:

@@ -4,6 +4,8 @@ secondary instance), and never creates one."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -124,9 +126,14 @@ def test_serve_answers_from_a_state_that_run_is_writing(tmp_path: Path) -> None:
 
 
 def _children(pid: int) -> list[int]:
-    """The processes ``pid`` started (Linux's /proc)."""
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(child) for child in path.read_text().split()] if path.exists() else []
+    """The processes ``pid`` started, from any of its threads (Linux's /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue  # a thread that has ended
+    return found
 
 
 def _gone(pid: int, seconds: float = 30.0) -> bool:
@@ -249,3 +256,22 @@ def _wait_with(url: str, headers: dict[str, str], check: Any, seconds: float = 3
         if time.monotonic() > deadline:
             raise AssertionError(f"{url} never passed the check: {answer.status} {answer.body!r}")
         time.sleep(0.2)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree in /proc")
+def test_a_front_that_dies_is_started_again_at_the_same_address(tmp_path: Path) -> None:
+    with _running_with_http(tmp_path / "state") as (run, base):
+        stdin: IO[bytes] = run.stdin  # type: ignore[assignment]
+        stdin.write(_lines(family_pages(3) + family_pages(4)))
+        stdin.flush()
+        _wait(base + "/api/v1/stats", lambda s: s["documents"] >= 16)
+        first = next(pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid))
+        os.kill(first, signal.SIGKILL)
+        assert _gone(first)
+        # the run holds the socket: the next request waits for the next front
+        _wait(base + "/api/v1/stats", lambda s: s["documents"] >= 16)
+        fronts = [pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid)]
+        assert len(fronts) == 1 and fronts[0] != first
+        stdin.close()
+        assert run.wait(timeout=120) == 0
+        assert _gone(fronts[0])
