@@ -46,7 +46,7 @@ _STARTS_PER_MINUTE = 5
 #: seconds a relayed request may take before the front answers it itself
 _TIMEOUT = 30.0
 #: the answer's headers that go back to the client (the rest are the relayed server's own)
-_PASSED = ("allow", "www-authenticate", "retry-after")
+_PASSED = ("Allow", "WWW-Authenticate", "Retry-After")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +110,7 @@ class Relay:
             int(words[1]),
             headers.get("Content-Type", "application/json"),
             data,
-            {name: headers[name] for name in _PASSED if name in headers},
+            {name: headers.get(name) for name in _PASSED if headers.get(name) is not None},
         )
 
     def _connection(self) -> tuple[socket.socket, IO[bytes]]:

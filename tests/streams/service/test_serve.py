@@ -241,6 +241,8 @@ def test_a_killed_run_takes_its_front_along_and_a_token_guards_it(tmp_path: Path
         _wait_with(base + "/api/v1/stats", bearer, lambda s: s["documents"] >= 16)
         relayed = call(base + "/metrics", headers=bearer)
         assert relayed.status == 200 and b"neardup_documents_total" in relayed.body
+        refused = call(base + "/metrics", "POST", b"", headers=bearer)  # the run's answer
+        assert refused.status == 405 and refused.headers["Allow"] == "GET, HEAD"
         front = next(pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid))
         run.kill()  # no clean-up: the front sees its standard input close
         run.wait(timeout=30)
