@@ -65,12 +65,15 @@ def level_counts(keys: U32) -> I64:
     return np.cumsum(histogram[::-1])[::-1].astype(np.int64)
 
 
-def sampled_at(counts: Sequence[I64] | I64, levels: npt.ArrayLike) -> I64:
-    """``counts[i][levels[i]]`` for every i: how many values sample i keeps at a level
-    (``counts``: ``level_counts`` of each sample, or those stacked as rows)."""
+def sampled_at(
+    counts: Sequence[I64], levels: npt.ArrayLike, samples: npt.ArrayLike | None = None
+) -> I64:
+    """``counts[samples[i]][levels[i]]`` for every i: how many values a sample keeps at a
+    level (``counts``: ``level_counts`` of each sample; ``samples`` by default 0, 1, ...)."""
     table = np.asarray(counts, np.int64).reshape(len(counts), MAX_LEVEL + 1)
     at = np.clip(np.asarray(levels, np.int64), 0, MAX_LEVEL)
-    result: I64 = table[np.arange(len(counts)), at]
+    rows = np.arange(len(counts)) if samples is None else np.asarray(samples, np.int64)
+    result: I64 = table[rows, at]
     return result
 
 

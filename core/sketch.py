@@ -212,9 +212,12 @@ def estimate_columns(
     if not passes:
         empty = np.zeros(0, np.float64)
         return empty, empty, empty, np.zeros(0, np.bool_)
-    resemblance, shared, left_in, right_in, exact = (
-        np.concatenate(column) for column in zip(*passes, strict=True)
-    )
+    if len(passes) == 1:  # a query's few pairs: no columns to join
+        resemblance, shared, left_in, right_in, exact = passes[0]
+    else:
+        resemblance, shared, left_in, right_in, exact = (
+            np.concatenate(column) for column in zip(*passes, strict=True)
+        )
     if extra is not None:
         adds = ~exact
         shared = shared + np.where(adds, extra.shared, 0)

@@ -234,6 +234,47 @@ class PostingIndex:
         ``logged``: for distinct keys, the entries posted under each that are yet to be
         appended to its stored list (``state.posting_log``); a list they take to the cap is
         a stop key, as it will be once they are appended."""
+        if len(key_arrays) == 1:
+            one = self._meet_one(np.asarray(key_arrays[0], np.uint32), logged)
+            if one is not None:
+                return one
+        return self._meet_many(key_arrays, logged)
+
+    def _meet_one(self, keys: U32, logged: Callable[[U32], list[bytes]] | None) -> Meetings | None:
+        """``meet`` for one document whose keys are distinct (a query): what the general
+        path does, without grouping carriers (a third of a query's meetings, each taking a
+        tenth of a millisecond); None when a key repeats."""
+        order = np.argsort(keys, kind="stable")
+        distinct = keys[order]
+        if len(distinct) > 1 and bool((distinct[1:] == distinct[:-1]).any()):
+            return None
+        stopped = np.zeros(1, np.int64)
+        if not len(distinct):
+            return self._group([], 1, stopped)
+        key_filter = None if self._key_filter is None else self._key_filter()
+        stored = self._stored(distinct, _encoded(distinct), key_filter)
+        more = [b""] * len(stored) if logged is None else logged(distinct)
+        width = self._layout.dtype.itemsize
+        full = self._cap * width
+        met: list[_Met] = []
+        stops = 0
+        for raw, extra, position in zip(stored, more, order.tolist(), strict=True):
+            if raw is None and not extra:
+                continue
+            if raw is not None and len(raw) % width:  # a stop key
+                stops += 1
+                continue
+            value = raw + extra if raw else extra
+            if len(value) >= full:  # it reaches the cap once its entries are appended
+                stops += 1
+            elif value:
+                met.append(_Met(value, 0, position))
+        stopped[0] = stops
+        return self._group(met, 1, stopped)
+
+    def _meet_many(
+        self, key_arrays: Sequence[U32], logged: Callable[[U32], list[bytes]] | None
+    ) -> Meetings:
         stopped = np.zeros(len(key_arrays), np.int64)
         carried = _Carried.of(key_arrays)
         if not len(carried.keys):

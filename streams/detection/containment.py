@@ -148,7 +148,7 @@ def verify_containment(
     key_totals = np.fromiter((len(d.containment_keys) for d in docs), np.int64, len(docs))
     # a pair compares at the coarser of its two levels (the samples nest)
     level = np.maximum(levels[owners], met.sizes)
-    mine = sampled_at(np.stack(counts)[owners], level).astype(np.float64)
+    mine = sampled_at(counts, level, owners).astype(np.float64)
     # keys that were stop keys hid their documents: they count on neither side
     seen_share = 1.0 - met.stopped[owners] / np.maximum(key_totals[owners], 1)
     mine *= seen_share

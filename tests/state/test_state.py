@@ -619,6 +619,48 @@ def test_a_query_meets_what_a_new_document_would_and_posts_nothing() -> None:
         assert dict(state.store.items("containment")) == before
 
 
+def _same_meetings(fast: Meetings, general: Meetings) -> None:
+    for name in ("starts", "doc_ids", "shared", "sizes", "last", "last_other", "stopped"):
+        mine, theirs = getattr(fast, name), getattr(general, name)
+        assert (mine.tolist(), mine.dtype) == (theirs.tolist(), theirs.dtype), name
+
+
+@given(
+    _BATCHES,
+    st.integers(2, 5),
+    st.booleans(),
+    st.lists(st.sampled_from("abcde"), max_size=5),
+)
+def test_one_document_meets_what_the_general_path_meets(
+    batches: list[list[tuple[int, list[str]]]], cap: int, short: bool, query: list[str]
+) -> None:
+    """A query's ``meet`` (one document, its keys distinct: no carriers to group; a repeated
+    key takes the general path) gives the general path's meetings: rows, counts, positions,
+    stop keys, and the posting log's entries not yet in the lists."""
+    seen: set[int] = set()
+    batches = [
+        [(d, keys) for d, keys in batch if not (d in seen or seen.add(d))]  # type: ignore[func-returns-value]
+        for batch in batches
+    ]
+    with State.open(None, Settings(posting_cap=cap, containment_cap=cap)) as state:
+        for batch in batches:
+            view = state.view()
+            keys = [_k("".join(keys)) for _, keys in batch]
+            ids = [doc_id for doc_id, _ in batch]
+            sizes = [doc_id + 100 for doc_id in ids]
+            (view.short_shingles if short else view.super_shingles).meet_batch(keys, ids, sizes)
+            view.containment.post_new(keys, ids, sizes)
+            view.commit()
+        view = state.view()
+        asked = [_k("".join(query))]
+        index = view.short_shingles if short else view.super_shingles
+        _same_meetings(index.meet(asked), index._meet_many(asked, None))
+        logged = view.containment
+        _same_meetings(
+            logged.meet(asked), logged._index._meet_many(asked, logged._snapshot().entries)
+        )
+
+
 def test_a_follower_meets_keys_its_writer_posted_after_it_first_looked(tmp_path: Path) -> None:
     """A follower's lookups see the keys its writer posts after the follower's first lookup
     (a key filter made then would not know them)."""
