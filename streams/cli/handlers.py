@@ -29,7 +29,6 @@ from ..service import (
     Relay,
     Service,
     own_token,
-    url_of,
 )
 
 __all__ = [
@@ -153,25 +152,40 @@ def _serve_while_running(
     stack: ExitStack, last: ExitStack, state: State, args: argparse.Namespace
 ) -> Service | None:
     """``run --http``: the service answers from the state being written until the run ends;
-    the run's own part stops before the state closes (``stack``), its front after (``last``)."""
+    the run's own part stops before the state closes (``stack``), its front after (``last``),
+    so that its address answers until the run is over."""
     if args.http is None:
         return None
-    # the address is served by a follower child, the front: queries answered here would
-    # wait for the detector's interpreter lock (relay.py). The run serves what only it knows
-    # (metrics, the timeline) on a loopback port of its own, to the front only.
+    # The first state query hands the address over to a follower child, the front: queries
+    # answered here wait for the detector's interpreter lock (relay.py). The run goes on
+    # serving what only it knows (metrics, the timeline) to the front, on a loopback port.
     listening = _listen(args.http)
     source = LiveState(state)
     token = own_token()
-    service = Service(
-        source, ("127.0.0.1", 0), token, query_switch_interval=QUERY_SWITCH_INTERVAL
+    front = Front(args.state, listening, args.api_token, token)
+    public = Service(
+        source,
+        args.http,
+        args.api_token,
+        query_switch_interval=QUERY_SWITCH_INTERVAL,
+        listening=listening,
+        on_state_query=front.start,
+    )
+    own = Service(
+        source,
+        ("127.0.0.1", 0),
+        token,
+        query_switch_interval=QUERY_SWITCH_INTERVAL,
+        shared=public,
     ).start()
+    front.own_port = own.port
+    public.start()
     stack.callback(source.detach, "the run has ended")
-    stack.callback(service.stop)
-    address = listening.getsockname()
-    front = Front(args.state, listening, args.api_token, service.port, token).start()
+    stack.callback(own.stop)
+    stack.callback(public.stop)
     last.callback(front.stop)
-    print(f"neardup: serving {url_of(address)}", file=sys.stderr, flush=True)
-    return service
+    public.announce()
+    return public
 
 
 def _listen(address: tuple[str, int]) -> socket.socket:

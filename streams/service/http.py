@@ -42,7 +42,7 @@ from .errors import (
 )
 from .metrics import CONTENT_TYPE, Metrics
 from .openapi import openapi
-from .relay import Relay
+from .relay import OWN_PATHS, Relay
 from .sources import LiveState, StateSource
 from .timeline import Timeline
 from .wire import HeaderError, http_version, read_headers, url_of
@@ -97,12 +97,28 @@ class Service:
         query_switch_interval: float | None = None,
         relay: Relay | None = None,
         listening: socket.socket | None = None,
+        shared: Service | None = None,
+        on_state_query: Callable[[], None] | None = None,
     ) -> None:
         self.source = source
         #: where the paths only a run can answer go, for a run's front (relay.py)
         self.relay = relay
-        self.metrics = Metrics(source)
-        self.timeline = Timeline(source, self.metrics, interval, followed=followed)
+        #: called once, at the first request that reads the state (a run hands its address
+        #: over to a front then: relay.py)
+        self._on_state_query = on_state_query
+        self._state_asked = threading.Lock()
+        #: set once the address is handed over: answers close their connection, so that the
+        #: client's next one goes to the front
+        self.handed_over = False
+        # ``shared``: the service whose metrics and timeline this one shows (a run's own
+        # service, behind its front, shows those its public one is fed)
+        self._own_timeline = shared is None and relay is None
+        self.metrics: Metrics = Metrics(source) if shared is None else shared.metrics
+        self.timeline: Timeline = (
+            Timeline(source, self.metrics, interval, followed=followed)
+            if shared is None
+            else shared.timeline
+        )
         self.api = Api(source, self.timeline, limits)
         self.token = token or None
         self.locate = locate
@@ -137,7 +153,7 @@ class Service:
         print(f"neardup: serving {self.url}", file=sys.stderr, flush=True)
 
     def start(self) -> Service:
-        if self.relay is None:  # a run's front shows the run's timeline, relayed
+        if self._own_timeline:  # a run's front shows the run's timeline, relayed
             self.timeline.start()
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="neardup-http", daemon=True
@@ -148,9 +164,22 @@ class Service:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-        self.timeline.stop()
+        if self._own_timeline:
+            self.timeline.stop()
         if self._thread is not None:
             self._thread.join()
+
+    def state_asked(self) -> None:
+        """A request is about to read the state: the first one calls ``on_state_query``."""
+        if self._on_state_query is None or self.handed_over:
+            return
+        with self._state_asked:
+            if not self.handed_over:
+                self._on_state_query()
+                self.handed_over = True
+                # no more accepting here (the socket stays open: the front accepts on it);
+                # not from this request's thread, which the loop's shutdown would wait for
+                threading.Thread(target=self._server.shutdown, daemon=True).start()
 
     def owner_url(self) -> str | None:
         """Where to send a request this process cannot answer: the worker holding the state."""
@@ -327,6 +356,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._only("GET", "HEAD")
                 self._json(200, openapi(service.api.limits, service.token is not None))
             elif path.startswith(API_PREFIX + "/"):
+                if path not in OWN_PATHS:
+                    service.state_asked()
                 query.pop("access_token", None)
                 request = Request(self.command, path[len(API_PREFIX) :], query, body)
                 with service.answering:
@@ -419,6 +450,8 @@ class _Handler(BaseHTTPRequestHandler):
         # the status line, headers and body in one write: one system call and one packet an
         # answer (the base class writes headers and body apart, and dates each answer anew)
         self.log_request(status, len(data))
+        if self.server.service.handed_over:
+            self.close_connection = True  # the client's next connection reaches the front
         lines = [
             f"{self.protocol_version} {status} {HTTPStatus(status).phrase}",
             f"Server: {self.version_string()}",

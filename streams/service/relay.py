@@ -5,8 +5,10 @@ state read and at each step of the request (p99 731-883 ms at 100 similar querie
 beside full-speed ingestion, where ``neardup serve`` answered in 40-70 ms); relaying them
 from the run to a follower kept the waits in the run (docs/service.md).
 
-So a follower child serves the run's address (``Front``): a ``neardup serve`` process over
-the run's state directory, answering every state query and relaying to the run (``Relay``)
+So from the first state query on, a follower child serves the run's address (``Front``;
+until then the run serves it, and a run whose clients only scrape its metrics never starts
+one): a ``neardup serve`` process over the run's state directory, answering every state
+query and relaying to the run (``Relay``)
 what only the run knows: its metrics, the dashboard's timeline and the cluster growth it
 measures from its batches. The run's own service listens on a loopback port of its own and
 takes only a token made for the child. The child exits when its standard input closes, so a
@@ -131,36 +133,24 @@ class Relay:
 
 
 class Front:
-    """The ``neardup serve`` child that serves a run's address from its state directory: it
-    accepts on ``listening`` (a socket the run has bound, so that a taken address fails the
-    run at once and clients may connect before a child is up), and relays ``OWN_PATHS``
-    to the run's own service (``own_port``, ``own_token``). ``token``: the bearer token
-    clients must give, if any. A child that exits before ``stop`` is started again."""
+    """The ``neardup serve`` child that serves a run's address from its state directory once
+    started (at the run's first state query): it accepts on ``listening`` (a socket the run
+    has bound, so that a taken address fails the run at once, and clients wait in its backlog
+    while a child starts), and relays ``OWN_PATHS`` to the run's own service (``own_port``,
+    set before ``start``; ``own_token``). ``token``: the bearer token clients must give, if
+    any. A child that exits before ``stop`` is started again."""
 
     def __init__(
         self,
         state_dir: str | os.PathLike[str],
         listening: socket.socket,
         token: str | None,
-        own_port: int,
         own_token: str,
     ) -> None:
+        self._state_dir = str(Path(state_dir))
         self._listening = listening
-        self._command: Sequence[str] = [
-            sys.executable,
-            "-m",
-            "neardup.streams",
-            "serve",
-            "--state",
-            str(Path(state_dir)),
-            "--http",
-            url_of(listening.getsockname()).removeprefix("http://"),
-            "--listen-fd",
-            str(listening.fileno()),
-            "--own-from",
-            str(own_port),
-            "--until-stdin-closes",
-        ]
+        #: the loopback port of the run's own service
+        self.own_port = 0
         self._environment = {**os.environ, OWN_TOKEN_ENV: own_token}
         self._environment.pop("NEARDUP_HTTP", None)
         if token:
@@ -172,16 +162,34 @@ class Front:
         self._stopping = False
         self._lock = threading.Lock()
 
-    def start(self) -> Front:
-        self._spawn()
+    def start(self) -> None:
+        """Start the child (once: later calls do nothing)."""
+        with self._lock:
+            if self._process is not None or self._stopping:
+                return
+            self._spawn()
         threading.Thread(target=self._watch, name="neardup-front", daemon=True).start()
-        return self
 
     def _spawn(self) -> None:
         # the run keeps its copy of the socket: while no child accepts (one is starting
         # again), connections wait in its backlog instead of being refused
+        command: Sequence[str] = [
+            sys.executable,
+            "-m",
+            "neardup.streams",
+            "serve",
+            "--state",
+            self._state_dir,
+            "--http",
+            url_of(self._listening.getsockname()).removeprefix("http://"),
+            "--listen-fd",
+            str(self._listening.fileno()),
+            "--own-from",
+            str(self.own_port),
+            "--until-stdin-closes",
+        ]
         self._process = subprocess.Popen(
-            self._command,
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             env=self._environment,

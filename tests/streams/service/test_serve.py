@@ -186,20 +186,24 @@ def _running_with_http(state: Path, *options: str) -> Iterator[tuple[subprocess.
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree in /proc")
 def test_run_serves_queries_from_a_follower_front_and_its_own_metrics(tmp_path: Path) -> None:
-    """`run --http`: a `serve` child answers at the run's address while the run writes, and
-    relays to the run what the state does not say (its metrics, the dashboard's timeline);
-    it ends with the run."""
+    """`run --http`: from the first state query on, a `serve` child answers at the run's
+    address while the run writes, and relays to the run what the state does not say (its
+    metrics, the dashboard's timeline); it ends with the run."""
     first, second, _ = two_sweeps()
     before = family_pages(5)
     with _running_with_http(tmp_path / "state") as (run, base):
-        fronts = [pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid)]
-        assert len(fronts) == 1, "one front"
+        assert call(base + "/metrics").status == 200
+        assert not [pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid)], (
+            "no front for a client that only scrapes the metrics"
+        )
         stdin: IO[bytes] = run.stdin  # type: ignore[assignment]
         later = family_pages(6, families=10, size=6)
         stdin.write(_lines(before + first + later[:30]))
         stdin.flush()
         # batches of 16: each is ingested once the next has come (the last at the end)
         _wait(base + "/api/v1/stats", lambda s: s["documents"] >= 48)
+        fronts = [pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid)]
+        assert len(fronts) == 1, "one front, since the first state query"
         versions = _wait(
             base + "/api/v1/history?url=" + quote("https://site.example/news/1"),
             lambda h: len(h["versions"]) >= 1,
