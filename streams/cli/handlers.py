@@ -22,7 +22,6 @@ from ..running import embedded, queries, reports
 from ..running.progress import Progress, RunObserver, StatsLog
 from ..service import (
     OWN_TOKEN_ENV,
-    FollowedOnDemand,
     FollowedState,
     Front,
     LiveState,
@@ -203,8 +202,7 @@ def serve(args: argparse.Namespace) -> int:
     path = Path(args.state)
     if not (path / "CURRENT").exists() and (detector_dir(path) / "CURRENT").exists():
         path = detector_dir(path)
-    # a run's front (the state is the run's) follows it once a request reads it
-    source = FollowedOnDemand(path) if args.own_from is not None else FollowedState(path)
+    source = FollowedState(path)
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())

@@ -15,7 +15,7 @@ from .errors import ApiError
 from .http import Service, parse_address
 from .metrics import Metrics
 from .relay import OWN_TOKEN_ENV, Front, Relay, own_token
-from .sources import FollowedOnDemand, FollowedState, LiveState, StateSource
+from .sources import FollowedState, LiveState, StateSource
 from .timeline import Timeline
 from .wire import url_of
 
@@ -24,7 +24,6 @@ __all__ = [
     "OWN_TOKEN_ENV",
     "Api",
     "ApiError",
-    "FollowedOnDemand",
     "FollowedState",
     "Front",
     "Limits",

@@ -6,13 +6,13 @@ beside full-speed ingestion, where ``neardup serve`` answered in 40-70 ms); rela
 from the run to a follower kept the waits in the run (docs/service.md).
 
 So from the first state query on, a follower child serves the run's address (``Front``;
-until then the run serves it, and a run whose clients only scrape its metrics never starts
-one): a ``neardup serve`` process over the run's state directory, answering every state
-query and relaying to the run (``Relay``)
-what only the run knows: its metrics, the dashboard's timeline and the cluster growth it
-measures from its batches. The run's own service listens on a loopback port of its own and
-takes only a token made for the child. The child exits when its standard input closes, so a
-run that dies takes it along; a child that exits while the run goes on is started again.
+until then the run serves it: a run whose clients only scrape its metrics starts none). It
+is a ``neardup serve`` process over the run's state directory that answers every state
+query and relays to the run (``Relay``) what only the run knows: its metrics, the
+dashboard's timeline and the cluster growth it measures from its batches. The run's own
+service listens on a loopback port of its own and takes only a token made for the child.
+The child exits when its standard input closes, so a run that dies takes it along; a child
+that exits while the run goes on is started again.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from neardup.state import State
 
 from .errors import UnavailableError
 
-__all__ = ["FollowedOnDemand", "FollowedState", "LiveState", "StateSource"]
+__all__ = ["FollowedState", "LiveState", "StateSource"]
 
 logger = logging.getLogger(__name__)
 
@@ -149,28 +149,3 @@ class FollowedState:
         state = self._lent.detach("the server is stopping")
         if state is not None:
             state.close()
-
-
-class FollowedOnDemand:
-    """A ``FollowedState`` opened by the first request that reads the state: the front of a
-    run whose clients only scrape its metrics (relayed to the run) never follows the state,
-    whose catch-ups cost about 0.75 s of CPU in a 12 s run of the 100k bench."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._path = path
-        self._opening = threading.Lock()
-        self._followed: FollowedState | None = None
-
-    @contextmanager
-    def reading(self) -> Iterator[State]:
-        with self._opening:
-            if self._followed is None:
-                self._followed = FollowedState(self._path)
-            followed = self._followed
-        with followed.reading() as state:
-            yield state
-
-    def close(self) -> None:
-        with self._opening:
-            if self._followed is not None:
-                self._followed.close()
