@@ -153,7 +153,7 @@ class Service:
         print(f"neardup: serving {self.url}", file=sys.stderr, flush=True)
 
     def start(self) -> Service:
-        if self._own_timeline:  # a run's front shows the run's timeline, relayed
+        if self._own_timeline:  # a front relays the run's; a run's own service shares one
             self.timeline.start()
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="neardup-http", daemon=True
@@ -244,7 +244,7 @@ class _Server(ThreadingHTTPServer):
         if listening is None:
             super().__init__(address, handler)
             return
-        # a socket bound by another process (a run, for its front): served as it is
+        # a socket bound elsewhere: a run's, served by the run until its front takes it over
         super().__init__(listening.getsockname()[:2], handler, bind_and_activate=False)
         self.socket.close()
         self.socket = listening
