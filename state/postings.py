@@ -249,28 +249,35 @@ class PostingIndex:
         if len(distinct) > 1 and bool((distinct[1:] == distinct[:-1]).any()):
             return None
         stopped = np.zeros(1, np.int64)
-        if not len(distinct):
-            return self._group([], 1, stopped)
-        key_filter = None if self._key_filter is None else self._key_filter()
-        stored = self._stored(distinct, _encoded(distinct), key_filter)
-        more = [b""] * len(stored) if logged is None else logged(distinct)
-        width = self._layout.dtype.itemsize
-        full = self._cap * width
         met: list[_Met] = []
-        stops = 0
-        for raw, extra, position in zip(stored, more, order.tolist(), strict=True):
-            if raw is None and not extra:
-                continue
-            if raw is not None and len(raw) % width:  # a stop key
-                stops += 1
-                continue
-            value = raw + extra if raw else extra
-            if len(value) >= full:  # it reaches the cap once its entries are appended
-                stops += 1
+        for value, position in zip(self._met_lists(distinct, logged), order.tolist(), strict=True):
+            if value is None:
+                stopped[0] += 1
             elif value:
                 met.append(_Met(value, 0, position))
-        stopped[0] = stops
         return self._group(met, 1, stopped)
+
+    def _met_lists(
+        self, keys: U32, logged: Callable[[U32], list[bytes]] | None
+    ) -> list[bytes | None]:
+        """For distinct ``keys``, the entries a document looking one up meets, the logged
+        ones appended: None for a stop key (or one they take to the cap), b"" for none."""
+        if not len(keys):
+            return []
+        key_filter = None if self._key_filter is None else self._key_filter()
+        stored = self._stored(keys, _encoded(keys), key_filter)
+        more = [b""] * len(stored) if logged is None else logged(keys)
+        width = self._layout.dtype.itemsize
+        full = self._cap * width
+        lists: list[bytes | None] = []
+        for raw, extra in zip(stored, more, strict=True):
+            if raw is not None and len(raw) % width:  # a stop key
+                lists.append(None)
+                continue
+            value = raw + extra if raw else extra
+            # a list its logged entries take to the cap is a stop key once they are appended
+            lists.append(None if len(value) >= full else value)
+        return lists
 
     def _meet_many(
         self, key_arrays: Sequence[U32], logged: Callable[[U32], list[bytes]] | None
@@ -279,24 +286,13 @@ class PostingIndex:
         carried = _Carried.of(key_arrays)
         if not len(carried.keys):
             return self._group([], len(key_arrays), stopped)
-        key_filter = None if self._key_filter is None else self._key_filter()
-        stored = self._stored(carried.keys, _encoded(carried.keys), key_filter)
-        more = [b""] * len(stored) if logged is None else logged(carried.keys)
-        width = self._layout.dtype.itemsize
-        full = self._cap * width
         owners, positions = carried.owners.tolist(), carried.positions.tolist()
         # the carriers as one list, sliced per key: a list per key from numpy costs more
         order, starts = carried.order.tolist(), [*carried.starts.tolist(), len(carried.order)]
         met: list[_Met] = []
-        for i, (raw, extra) in enumerate(zip(stored, more, strict=True)):
-            if raw is None and not extra:
+        for i, value in enumerate(self._met_lists(carried.keys, logged)):
+            if value == b"":
                 continue
-            if raw is not None and len(raw) % width:  # a stop key
-                value = None
-            else:
-                value = raw + extra if raw else extra
-                if len(value) >= full:  # it reaches the cap once its entries are appended
-                    value = None
             for row in order[starts[i] : starts[i + 1]]:
                 if value is None:
                     stopped[owners[row]] += 1
