@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from neardup.streams.service.wire import HeaderError, read_headers
 
 from .corpus import iter_pages, write_jsonl
 from .cpu import cpu_seconds
@@ -88,20 +89,14 @@ class _Client:
             status_line = answer.readline()
             if not status_line:
                 raise OSError("the server closed the connection")
-            length, closing = 0, False
-            while (line := answer.readline()) not in (b"\r\n", b""):
-                name, _, value = line.partition(b":")
-                name = name.strip().lower()
-                if name == b"content-length":
-                    length = int(value)
-                elif name == b"connection":
-                    closing = value.strip().lower() == b"close"
+            headers = read_headers(answer)
+            length = int(headers.get("Content-Length", "0"))
             if len(answer.read(length)) != length:
                 raise OSError("the answer was cut short")
-            if closing:
+            if headers.get("Connection", "").lower() == "close":
                 self._close()
             return int(status_line.split()[1])
-        except (OSError, ValueError, IndexError) as error:
+        except (OSError, ValueError, IndexError, HeaderError) as error:
             self._close()
             raise OSError(str(error)) from error
 
