@@ -17,6 +17,7 @@ import email.utils
 import functools
 import hmac
 import logging
+import selectors
 import socket
 import sys
 import threading
@@ -107,6 +108,8 @@ class Service:
         #: over to a front then: relay.py)
         self._on_state_query = on_state_query
         self._state_asked = threading.Lock()
+        self._handing: threading.Thread | None = None
+        self._stopped = False
         #: set once the address is handed over: answers close their connection, so that the
         #: client's next one goes to the front
         self.handed_over = False
@@ -142,9 +145,8 @@ class Service:
     def advertised_url(self) -> str:
         """The URL other processes reach this service at: ``url``, with the machine's host
         name for a server bound to every address (0.0.0.0 or ::)."""
-        host, port = self._server.server_address[:2]
-        name = host.decode() if isinstance(host, bytes) else host
-        if name in ("0.0.0.0", "::"):
+        port = self.port
+        if self.url in (f"http://0.0.0.0:{port}", f"http://[::]:{port}"):
             return f"http://{socket.gethostname()}:{port}"
         return self.url
 
@@ -162,6 +164,9 @@ class Service:
         return self
 
     def stop(self) -> None:
+        with self._state_asked:
+            self._on_state_query = None  # and no taking the address back after this
+            self._stopped = True
         self._server.shutdown()
         self._server.server_close()
         if self._own_timeline:
@@ -174,12 +179,29 @@ class Service:
         if self._on_state_query is None or self.handed_over:
             return
         with self._state_asked:
-            if not self.handed_over:
+            if self._on_state_query is not None and not self.handed_over:
                 self._on_state_query()
                 self.handed_over = True
                 # no more accepting here (the socket stays open: the front accepts on it);
                 # not from this request's thread, which the loop's shutdown would wait for
-                threading.Thread(target=self._server.shutdown, daemon=True).start()
+                self._handing = threading.Thread(target=self._server.shutdown, daemon=True)
+                self._handing.start()
+
+    def take_back(self) -> None:
+        """Serve the address here again, for good: the front it was handed to is gone (a
+        run that gave up starting it answers its queries itself, slower, rather than leave
+        them waiting in the socket's backlog)."""
+        with self._state_asked:
+            self._on_state_query = None
+            if not self.handed_over or self._stopped:
+                return
+            if self._handing is not None:
+                self._handing.join()
+            self.handed_over = False
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, name="neardup-http", daemon=True
+            )
+            self._thread.start()
 
     def owner_url(self) -> str | None:
         """Where to send a request this process cannot answer: the worker holding the state."""
@@ -241,7 +263,14 @@ class _Server(ThreadingHTTPServer):
         listening: socket.socket | None = None,
     ) -> None:
         self.service = service
+        self._wake, self._waker = socket.socketpair()
+        self._wake.setblocking(False)
+        self._stop_asked = threading.Event()
+        self._stopped = threading.Event()
+        self._stopped.set()
         if listening is None:
+            if ":" in address[0]:
+                self.address_family = socket.AF_INET6
             super().__init__(address, handler)
             return
         # a socket bound elsewhere: a run's, served by the run until its front takes it over
@@ -249,6 +278,55 @@ class _Server(ThreadingHTTPServer):
         self.socket.close()
         self.socket = listening
         self.server_address = listening.getsockname()
+
+    # socketserver's own loop looks at a request to stop every half second: each stop waited
+    # 0.4 s on average, and a run's two (its service and its front's) 2-4 % of the 100k
+    # bench's ingestion seconds. This one is woken by the request.
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        self._stopped.clear()
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self, selectors.EVENT_READ)
+                selector.register(self._wake, selectors.EVENT_READ)
+                while not self._stop_asked.is_set():
+                    ready = [key.fileobj for key, _ in selector.select()]
+                    if self._wake in ready:
+                        self._drain_wake()
+                    if self in ready and not self._stop_asked.is_set():
+                        self._accept()
+                    self.service_actions()
+        finally:
+            self._stop_asked.clear()
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        self._stop_asked.set()
+        self._waker.send(b"\0")
+        self._stopped.wait()
+
+    def _accept(self) -> None:
+        # socketserver's _handle_request_noblock, which its types do not show
+        try:
+            request, client_address = self.get_request()
+        except OSError:
+            return
+        try:
+            self.process_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+            self.shutdown_request(request)
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake.recv(64):
+                pass
+        except BlockingIOError:
+            pass
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._wake.close()
+        self._waker.close()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -422,10 +500,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _redirect(self, location: str) -> None:
         self.close_connection = True  # the body, if any, was not read
-        self.send_response(307)
-        self.send_header("Location", location)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+        self._send(307, b"", "text/plain; charset=utf-8", {"Location": location})
 
     def _error(self, error: ApiError) -> None:
         if not self._body_read:

@@ -378,3 +378,51 @@ def test_header_lines_are_read_as_the_protocol_says(service: Service) -> None:
     # HTTP/0.9 has no status line: the standard library answers with the body alone
     assert b"Bad request syntax" in _raw(service, b"GET /api/v1/stats\r\n")
     assert call(service.url + API + "/stats").status == 200  # and the server goes on
+
+
+def test_a_service_stops_when_asked_and_serves_again_after_a_handover(
+    swept_state: State,
+) -> None:
+    """Stopping does not wait out a polling interval (the standard library's loop looked
+    for a stop every half second); an address handed over is taken back on request."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    fronts: list[str] = []
+    running = Service(
+        LiveState(swept_state), listening=listening, on_state_query=lambda: fronts.append("x")
+    ).start()
+    base = running.url
+    assert call(base + "/api/v1/stats").status == 200
+    assert fronts == ["x"] and running.handed_over
+    deadline = time.monotonic() + 5
+    while True:  # the accept loop stops (the front would accept on the socket now)
+        probe = socket.create_connection(listening.getsockname(), timeout=0.3)
+        probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        try:
+            answered = probe.recv(1)
+        except TimeoutError:
+            answered = b""
+        probe.close()
+        if not answered:
+            break
+        assert time.monotonic() < deadline, "the handed-over address is still served"
+    running.take_back()
+    assert call(base + "/api/v1/stats").status == 200
+    assert fronts == ["x"] and not running.handed_over, "no second handover"
+    time.sleep(0.1)  # the loop waits in its select
+    started = time.monotonic()
+    running.stop()
+    assert time.monotonic() - started < 0.2
+
+
+def test_a_service_serves_an_ipv6_loopback_address(swept_state: State) -> None:
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback")
+    running = Service(LiveState(swept_state), ("::1", 0)).start()
+    try:
+        assert running.url.startswith("http://[::1]:")
+        assert running.advertised_url == running.url
+        assert call(running.url + "/api/v1/stats").json()["documents"] > 0
+    finally:
+        running.stop()
