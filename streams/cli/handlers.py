@@ -178,6 +178,7 @@ def _serve_while_running(
         shared=public,
     ).start()
     front.own_port = own.port
+    front.on_give_up = public.take_back
     public.start()
     stack.callback(source.detach, "the run has ended")
     stack.callback(own.stop)

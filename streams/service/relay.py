@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -138,7 +138,8 @@ class Front:
     has bound, so that a taken address fails the run at once, and clients wait in its backlog
     while a child starts), and relays ``OWN_PATHS`` to the run's own service (``own_port``,
     set before ``start``; ``own_token``). ``token``: the bearer token clients must give, if
-    any. A child that exits before ``stop`` is started again."""
+    any. A child that exits before ``stop`` is started again, up to ``_STARTS_PER_MINUTE``
+    times a minute; past that, ``on_give_up`` (the run takes its address back)."""
 
     def __init__(
         self,
@@ -151,6 +152,8 @@ class Front:
         self._listening = listening
         #: the loopback port of the run's own service
         self.own_port = 0
+        #: called (from a thread of the front's) when the run gives up on its front
+        self.on_give_up: Callable[[], None] | None = None
         self._environment = {**os.environ, OWN_TOKEN_ENV: own_token}
         self._environment.pop("NEARDUP_HTTP", None)
         if token:
@@ -207,18 +210,22 @@ class Front:
                 if self._stopping:
                     return
                 now = time.monotonic()
-                if sum(now - at < 60.0 for at in self._starts) >= _STARTS_PER_MINUTE:
-                    logger.error(
-                        "neardup run: the service's front exited (%s) %d times in a minute; "
-                        "the run goes on without it",
-                        code,
-                        _STARTS_PER_MINUTE,
+                gave_up = sum(now - at < 60.0 for at in self._starts) >= _STARTS_PER_MINUTE
+                if not gave_up:
+                    logger.warning(
+                        "neardup run: the service's front exited (%s); starting another", code
                     )
-                    return
-                logger.warning(
-                    "neardup run: the service's front exited (%s); starting another", code
-                )
-                self._spawn()
+                    self._spawn()
+                    continue
+            logger.error(
+                "neardup run: the service's front exited (%s) %d times in a minute; the run "
+                "answers at its address itself from now on",
+                code,
+                _STARTS_PER_MINUTE,
+            )
+            if self.on_give_up is not None:
+                self.on_give_up()
+            return
 
     def stop(self) -> None:
         """Stop the child (its standard input closes), wait for it, close the socket."""

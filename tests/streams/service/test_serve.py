@@ -281,3 +281,36 @@ def test_a_front_that_dies_is_started_again_at_the_same_address(tmp_path: Path) 
         stdin.close()
         assert run.wait(timeout=120) == 0
         assert _gone(fronts[0])
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree in /proc")
+def test_a_run_whose_front_keeps_dying_answers_at_its_address_itself(tmp_path: Path) -> None:
+    """Past five starts of its front in a minute, the run serves its address again rather
+    than leave requests in the socket's backlog."""
+    with _running_with_http(tmp_path / "state") as (run, base):
+        stdin: IO[bytes] = run.stdin  # type: ignore[assignment]
+        stdin.write(_lines(family_pages(3) + family_pages(4)))
+        stdin.flush()
+        _wait(base + "/api/v1/stats", lambda s: s["documents"] >= 16)
+        killed: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(killed) < 5:  # each as soon as it is started
+            assert time.monotonic() < deadline, f"only {len(killed)} fronts started"
+            for pid in _children(run.pid):
+                if pid not in killed and b"\x00serve\x00" in _cmdline(pid):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+            time.sleep(0.05)
+        stats = _wait(base + "/api/v1/stats", lambda s: s["documents"] >= 16, seconds=10)
+        assert stats["documents"] >= 16
+        similar = call(base + "/api/v1/similar", "POST", {"content": "a b c d e f g h"})
+        assert similar.status == 200
+        time.sleep(0.5)
+        assert not [p for p in _children(run.pid) if b"\x00serve\x00" in _cmdline(p)], (
+            "no sixth front"
+        )
+        assert run.poll() is None
+        stdin.close()
+        assert run.wait(timeout=120) == 0
+        assert run.stderr is not None
+        assert b"answers at its address itself" in run.stderr.read()
