@@ -263,27 +263,28 @@ class _Server(ThreadingHTTPServer):
         listening: socket.socket | None = None,
     ) -> None:
         self.service = service
+        # closed by server_close, which the base class calls also when the bind fails
         self._wake, self._waker = socket.socketpair()
         self._wake.setblocking(False)
         self._stop_asked = threading.Event()
-        self._stopped = threading.Event()
-        self._stopped.set()
+        self._not_serving = threading.Event()
+        self._not_serving.set()
         if listening is None:
             if ":" in address[0]:
                 self.address_family = socket.AF_INET6
             super().__init__(address, handler)
-            return
-        # a socket bound elsewhere: a run's, served by the run until its front takes it over
-        super().__init__(listening.getsockname()[:2], handler, bind_and_activate=False)
-        self.socket.close()
-        self.socket = listening
-        self.server_address = listening.getsockname()
+        else:
+            # a socket bound elsewhere: a run's, served by the run until its front takes it over
+            super().__init__(listening.getsockname()[:2], handler, bind_and_activate=False)
+            self.socket.close()
+            self.socket = listening
+            self.server_address = listening.getsockname()
 
-    # socketserver's own loop looks at a request to stop every half second: each stop waited
-    # 0.4 s on average, and a run's two (its service and its front's) 2-4 % of the 100k
-    # bench's ingestion seconds. This one is woken by the request.
+    # socketserver's own loop looks for a request to stop every half second: a run with
+    # --http waited 0.8 s at its end for its two servers (its public and its own loopback
+    # one), the whole of what the metrics cost in the 100k bench. This one is woken.
     def serve_forever(self, poll_interval: float = 0.5) -> None:
-        self._stopped.clear()
+        self._not_serving.clear()
         try:
             with selectors.DefaultSelector() as selector:
                 selector.register(self, selectors.EVENT_READ)
@@ -297,12 +298,12 @@ class _Server(ThreadingHTTPServer):
                     self.service_actions()
         finally:
             self._stop_asked.clear()
-            self._stopped.set()
+            self._not_serving.set()
 
     def shutdown(self) -> None:
         self._stop_asked.set()
         self._waker.send(b"\0")
-        self._stopped.wait()
+        self._not_serving.wait()
 
     def _accept(self) -> None:
         # socketserver's _handle_request_noblock, which its types do not show

@@ -210,8 +210,7 @@ class Front:
                 if self._stopping:
                     return
                 now = time.monotonic()
-                gave_up = sum(now - at < 60.0 for at in self._starts) >= _STARTS_PER_MINUTE
-                if not gave_up:
+                if sum(now - at < 60.0 for at in self._starts) < _STARTS_PER_MINUTE:
                     logger.warning(
                         "neardup run: the service's front exited (%s); starting another", code
                     )

@@ -3,6 +3,7 @@ endpoint gives the CLI's answer, and every bad request a JSON 4xx."""
 
 from __future__ import annotations
 
+import gc
 import socket
 import sys
 import threading
@@ -426,3 +427,13 @@ def test_a_service_serves_an_ipv6_loopback_address(swept_state: State) -> None:
         assert call(running.url + "/api/v1/stats").json()["documents"] > 0
     finally:
         running.stop()
+
+
+def test_a_taken_address_is_refused_and_leaves_nothing_open(swept_state: State) -> None:
+    taken = socket.create_server(("127.0.0.1", 0))
+    try:
+        with pytest.raises(OSError, match="in use"):
+            Service(LiveState(swept_state), taken.getsockname())
+        gc.collect()  # an unclosed socket would warn here, and warnings fail the suite
+    finally:
+        taken.close()
