@@ -409,10 +409,10 @@ def test_a_service_stops_when_asked_and_serves_again_after_a_handover(
     running.take_back()
     assert call(base + "/api/v1/stats").status == 200
     assert fronts == ["x"] and not running.handed_over, "no second handover"
-    time.sleep(0.1)  # the loop waits in its select
+    time.sleep(0.1)  # the loop waits in its select (the old loop's would end 0.4 s later)
     started = time.monotonic()
     running.stop()
-    assert time.monotonic() - started < 0.2
+    assert time.monotonic() - started < 0.3
 
 
 def test_a_service_serves_an_ipv6_loopback_address(swept_state: State) -> None:
