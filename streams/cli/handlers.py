@@ -27,6 +27,7 @@ from ..service import (
     LiveState,
     Relay,
     Service,
+    family_of,
     own_token,
 )
 
@@ -191,9 +192,7 @@ def _serve_while_running(
 def _listen(address: tuple[str, int]) -> socket.socket:
     host = address[0]
     try:
-        return socket.create_server(
-            address, family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=128
-        )
+        return socket.create_server(address, family=family_of(host), backlog=128)
     except OSError as error:
         raise NeardupError(f"--http {host}:{address[1]}: cannot listen there ({error})") from None
 

@@ -17,7 +17,7 @@ from .metrics import Metrics
 from .relay import OWN_TOKEN_ENV, Front, Relay, own_token
 from .sources import FollowedState, LiveState, StateSource
 from .timeline import Timeline
-from .wire import url_of
+from .wire import family_of, url_of
 
 __all__ = [
     "API_PREFIX",
@@ -34,6 +34,7 @@ __all__ = [
     "Service",
     "StateSource",
     "Timeline",
+    "family_of",
     "own_token",
     "parse_address",
     "url_of",

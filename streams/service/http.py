@@ -46,7 +46,7 @@ from .openapi import openapi
 from .relay import OWN_PATHS, Relay
 from .sources import LiveState, StateSource
 from .timeline import Timeline
-from .wire import HeaderError, http_version, read_headers, url_of
+from .wire import HeaderError, family_of, http_version, read_headers, url_of
 
 __all__ = ["Service", "dashboard_page", "parse_address"]
 
@@ -157,11 +157,14 @@ class Service:
     def start(self) -> Service:
         if self._own_timeline:  # a front relays the run's; a run's own service shares one
             self.timeline.start()
+        self._serve()
+        return self
+
+    def _serve(self) -> None:
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="neardup-http", daemon=True
         )
         self._thread.start()
-        return self
 
     def stop(self) -> None:
         with self._state_asked:
@@ -198,10 +201,7 @@ class Service:
             if self._handing is not None:
                 self._handing.join()
             self.handed_over = False
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, name="neardup-http", daemon=True
-            )
-            self._thread.start()
+            self._serve()
 
     def owner_url(self) -> str | None:
         """Where to send a request this process cannot answer: the worker holding the state."""
@@ -270,8 +270,7 @@ class _Server(ThreadingHTTPServer):
         self._not_serving = threading.Event()
         self._not_serving.set()
         if listening is None:
-            if ":" in address[0]:
-                self.address_family = socket.AF_INET6
+            self.address_family = family_of(address[0])
             super().__init__(address, handler)
         else:
             # a socket bound elsewhere: a run's, served by the run until its front takes it over

@@ -28,10 +28,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from .api import API_PREFIX
-from .wire import HeaderError, read_headers, url_of
+from .wire import ExchangeError, HeaderError, KeptAlive, url_of
 
 __all__ = ["OWN_PATHS", "OWN_TOKEN_ENV", "Front", "Relay", "RelayedAnswer", "own_token"]
 
@@ -59,10 +58,6 @@ class RelayedAnswer:
     headers: dict[str, str]
 
 
-class _NoAnswerError(Exception):
-    """The other server did not answer: stopped, or the connection broke."""
-
-
 class Relay:
     """Requests for ``paths`` handed to another neardup server on this machine (``port``,
     with its ``token``), one kept-alive connection per request thread."""
@@ -70,8 +65,8 @@ class Relay:
     def __init__(self, port: int, token: str, paths: frozenset[str] = OWN_PATHS) -> None:
         self.port = port
         self.paths = paths
-        self._token = token
-        self._connections = threading.local()
+        self._headers = f"Host: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        self._connections = KeptAlive(("127.0.0.1", port), _TIMEOUT)
 
     def takes(self, path: str) -> bool:
         return path in self.paths
@@ -83,53 +78,20 @@ class Relay:
         nothing."""
         for attempt in range(2):
             try:
-                return self._exchange(method, target, body)
-            except (OSError, ValueError, _NoAnswerError, HeaderError):
-                self._drop()
+                status, headers, data = self._connections.exchange(
+                    method, target, self._headers, body
+                )
+            except (OSError, ValueError, ExchangeError, HeaderError):
                 if attempt:
                     return None
+                continue
+            return RelayedAnswer(
+                status,
+                headers.get("Content-Type", "application/json"),
+                data,
+                {name: headers.get(name) for name in _PASSED if headers.get(name) is not None},
+            )
         return None
-
-    def _exchange(self, method: str, target: str, body: bytes) -> RelayedAnswer:
-        connection, lines = self._connection()
-        head = (
-            f"{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            f"Authorization: Bearer {self._token}\r\nContent-Length: {len(body)}\r\n\r\n"
-        )
-        connection.sendall(head.encode("iso-8859-1") + body)
-        status_line = lines.readline(65537)
-        words = status_line.split(None, 2)
-        if len(words) < 2 or not words[1].isdigit():
-            raise _NoAnswerError(f"no status line ({status_line[:40]!r})")
-        headers = read_headers(lines)
-        length = int(headers.get("Content-Length", "0"))
-        data = lines.read(length) if method != "HEAD" else b""
-        if len(data) != length and method != "HEAD":
-            raise _NoAnswerError("the answer was cut short")
-        if headers.get("Connection", "").lower() == "close":
-            self._drop()
-        return RelayedAnswer(
-            int(words[1]),
-            headers.get("Content-Type", "application/json"),
-            data,
-            {name: headers.get(name) for name in _PASSED if headers.get(name) is not None},
-        )
-
-    def _connection(self) -> tuple[socket.socket, IO[bytes]]:
-        held: tuple[socket.socket, IO[bytes]] | None = getattr(self._connections, "held", None)
-        if held is None:
-            connection = socket.create_connection(("127.0.0.1", self.port), timeout=_TIMEOUT)
-            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            held = (connection, connection.makefile("rb"))
-            self._connections.held = held
-        return held
-
-    def _drop(self) -> None:
-        held = getattr(self._connections, "held", None)
-        self._connections.held = None
-        if held is not None:
-            held[1].close()
-            held[0].close()
 
 
 class Front:
