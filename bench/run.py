@@ -128,21 +128,15 @@ def _read_clusters(path: Path) -> list[list[str]]:
     return [json.loads(line)["members"] for line in path.read_text().splitlines() if line]
 
 
-def _disk_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
 #: the files RocksDB writes anew each time a state is opened: its diagnostic LOG, its
 #: OPTIONS (the last two kept) and its MANIFEST (rewritten whole)
 _WRITTEN_ON_OPEN = ("LOG", "OPTIONS-", "MANIFEST-")
 
 
-def _data_bytes(path: Path) -> int:
-    """``_disk_bytes`` of the table files and write-ahead logs only."""
+def _disk_bytes(path: Path, skipped: tuple[str, ...] = ()) -> int:
+    """The bytes of the files under ``path``, but those whose names start with ``skipped``."""
     return sum(
-        f.stat().st_size
-        for f in path.rglob("*")
-        if f.is_file() and not f.name.startswith(_WRITTEN_ON_OPEN)
+        f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.name.startswith(skipped)
     )
 
 
@@ -151,10 +145,10 @@ def _compacted_bytes(state: Path) -> int:
     writes RocksDB's own files anew (a new LOG, a second OPTIONS file of about 73 KB, a new
     MANIFEST): only the data's change counts, or compacting a small state whose background
     compactions had already run would seem to grow it."""
-    whole, data = _disk_bytes(state), _data_bytes(state)
+    whole, data = _disk_bytes(state), _disk_bytes(state, _WRITTEN_ON_OPEN)
     with State.open(state) as opened:
         opened.store.compact()
-    return whole - data + _data_bytes(state)
+    return whole - data + _disk_bytes(state, _WRITTEN_ON_OPEN)
 
 
 def _neardup(
