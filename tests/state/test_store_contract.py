@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -206,6 +208,7 @@ def test_rocksdb_hashed_tables_read_and_list_like_a_dict(tmp_path: Path, table: 
         ({"hashed_tables": {"docs": 0}}, "hashed_tables['docs']=0"),
         ({"level0_compaction_triggers": {"containment": 0}}, "triggers['containment']=0"),
         ({"level0_compaction_triggers": {"nope": 2}}, "unknown tables ['nope']"),
+        ({"lower_background_priority": 1}, "lower_background_priority=1"),
     ],
 )
 def test_rocksdb_options_refuse_bad_values_naming_them(
@@ -214,6 +217,59 @@ def test_rocksdb_options_refuse_bad_values_naming_them(
     with pytest.raises(StateError) as refused:
         RocksDBOptions(**change)  # type: ignore[arg-type]
     assert named in str(refused.value)
+
+
+_BACKGROUND_NICENESS = """
+import sys
+import time
+from pathlib import Path
+from neardup.state import RocksDBOptions, RocksDBStore
+
+path, lowered = Path(sys.argv[1]), sys.argv[2] == "lowered"
+small = RocksDBOptions(
+    hashed_write_buffer_bytes=1 << 20,
+    level0_compaction_triggers={"docs": 2},
+    lower_background_priority=lowered,
+)
+with RocksDBStore(path, small) as rocks:
+    # fills memtables: RocksDB's high-priority pool flushes them, and its low-priority pool
+    # compacts the files of level 0
+    for batch in range(6):
+        keys = [bytes([n % 256, n // 256, batch]) * 3 for n in range(1024)]
+        rocks.write({"docs": {key: bytes(1000) for key in keys}})
+    events = ('"flush_finished"', '"compaction_finished"')
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(e in (path / "LOG").read_text() for e in events):
+        time.sleep(0.01)
+    for task in sorted(Path("/proc/self/task").iterdir()):
+        name = (task / "comm").read_text().strip()
+        if name.startswith("rocksdb:"):
+            niceness = (task / "stat").read_text().rsplit(")", 1)[1].split()[16]
+            print(name, niceness)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize(("lowered", "niceness"), [(True, "19"), (False, "0")])
+def test_rocksdb_background_threads_run_at_the_lowest_priority(
+    tmp_path: Path, lowered: bool, niceness: str
+) -> None:
+    """RocksDB's thread pools are the process's: each case runs in a process of its own."""
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _BACKGROUND_NICENESS,
+            str(tmp_path / "db"),
+            "lowered" if lowered else "kept",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    threads = [line.split() for line in shown if line]
+    assert {name for name, _ in threads} == {"rocksdb:high", "rocksdb:low"}, shown
+    assert {value for _, value in threads} == {niceness}, shown
 
 
 def test_rocksdb_options_do_not_change_what_is_stored(tmp_path: Path) -> None:
