@@ -23,6 +23,7 @@ from .meta import (
 from .postings import Meetings, PostingIndex
 from .rocksdb import RocksDBOptions, RocksDBStore
 from .state import State, StateView
+from .stop_keys import StopKey, top_stop_keys
 from .store import TABLES, Changes, Store, Table
 from .transaction import Transaction
 
@@ -48,6 +49,7 @@ __all__ = [
     "Seen",
     "State",
     "StateView",
+    "StopKey",
     "Store",
     "StoredRef",
     "Table",
@@ -57,5 +59,6 @@ __all__ = [
     "check_or_store_settings",
     "fetched_at_to_micros",
     "pack_sample",
+    "top_stop_keys",
     "unpack_samples",
 ]

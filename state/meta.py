@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from neardup.core import IncompatibleStateError, Settings, StateError
 
+from .stop_keys import ranks_of
 from .store import Store
 from .transaction import Transaction
 
@@ -18,11 +19,12 @@ __all__ = [
 ]
 
 #: Bumped whenever a stored layout changes incompatibly.
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 
 #: older formats a writer upgrades in place when it opens them, with why that is safe
 _UPGRADES = {
     8: "format 9 adds the containment_log table, and an empty log is format 8's index",
+    9: "format 10 adds the stopranks table, which ranks the stop keys of stopkeys",
 }
 
 
@@ -46,7 +48,10 @@ def check_or_store_settings(store: Store, settings: Settings | None) -> Settings
         )
         return chosen
     if version is not None and int(version) in _UPGRADES and store.writer_log() is None:
-        store.write({"meta": {b"format": str(FORMAT_VERSION).encode()}})
+        # one write: a state left half-upgraded by a crash would claim ranks it lacks
+        store.write(
+            {"stopranks": ranks_of(store), "meta": {b"format": str(FORMAT_VERSION).encode()}}
+        )
         version = str(FORMAT_VERSION).encode()
     if version is None or int(version) != FORMAT_VERSION:
         raise StateError(

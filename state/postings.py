@@ -25,6 +25,7 @@ from neardup.core import StateError
 from .codec import EntryLayout, Postings
 from .key_filter import KeyFilter
 from .meta import Counters
+from .stop_keys import mark_stop
 from .store import Store
 from .transaction import Transaction
 
@@ -523,7 +524,7 @@ class PostingIndex:
             if self._count_stop_requests:
                 requests = Postings.decode(raw, self._layout).requests
                 posted = sum(posts[owner] for owner, _ in owners)
-                self._mark_stop(key, requests + posted, new=False)
+                self._mark_stop(key, requests + posted, previous=requests)
             return
         # bytes, not arrays: most lists are short, and numpy's set-up would cost more
         value = raw or b""
@@ -597,11 +598,12 @@ class PostingIndex:
             stopped=stopped,
         )
 
-    def _mark_stop(self, key: bytes, requests: int, new: bool = True) -> None:
-        if new:
+    def _mark_stop(self, key: bytes, requests: int, previous: int | None = None) -> None:
+        """``previous``: the requests counted before, for a key that was a stop key already."""
+        if previous is None:
             Counters(self._tx).add(f"stop_keys:{self._table}")
         self._tx.put(self._table, key, Postings.stop(requests))
-        self._tx.put("stopkeys", self._table.encode() + b":" + key, requests.to_bytes(8, "big"))
+        mark_stop(self._tx, self._table, key, requests, previous)
 
 
 def _index_of(doc_id: int, value: bytes, width: int) -> int | None:

@@ -27,6 +27,7 @@ Table = Literal[
     "containment",  # containment sample value -> posting list of doc ids
     "containment_log",  # record number -> a batch's containment postings, not yet in the lists
     "stopkeys",  # index name + key -> how many documents asked for it
+    "stopranks",  # inverted count + index name + key -> marker: stop keys, most asked first
     "parents",  # doc id -> parent doc id and next member (union-find; roots have none)
     "clusters",  # root doc id -> ClusterInfo (clusters of two or more)
     "urls",  # url -> every (fetched_at, doc id) seen for it

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from neardup.core import Page
-from neardup.state import State
+from neardup.state import State, top_stop_keys
 from neardup.state.postings import INDEX_TABLES
 
 from ..detection import METHODS, Match, find_containing, find_similar, format_id
@@ -35,16 +35,12 @@ def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[di
 
 
 def statistics(state: State, top: int = 10, flush: bool = True) -> dict[str, Any]:
-    """The state as a whole: counters, clusters, the largest ones (from the size index), stop
-    keys and disk use (with ``flush``, of the state once its memory is written out). Cluster
-    and key counts are counters the state keeps; only the stop keys are read whole, and they
-    are few by design (each stands for a list that reached the cap)."""
+    """The state as a whole: counters, clusters, the largest ones (from the size index), the
+    stop keys most asked for (from their ranks) and disk use (with ``flush``, of the state
+    once its memory is written out). Counts are counters the state keeps: no table is read
+    whole."""
     view = state.view()
     counters = view.counters
-    stop_keys = sorted(
-        ((int.from_bytes(raw, "big"), key) for key, raw in state.store.items("stopkeys")),
-        reverse=True,
-    )
     largest = []
     for root, size in view.clusters.largest(top):
         ref = view.documents.ref(root)
@@ -65,14 +61,10 @@ def statistics(state: State, top: int = 10, flush: bool = True) -> dict[str, Any
         "documents_in_clusters": counters.get("documents_in_clusters"),
         "largest_clusters": largest,
         "index_keys": {i: counters.get(f"index_keys:{i}") for i in INDEX_TABLES},
-        "stop_keys": len(stop_keys),
+        "stop_keys": sum(counters.get(f"stop_keys:{i}") for i in INDEX_TABLES),
         "top_stop_keys": [
-            {
-                "index": key.split(b":", 1)[0].decode(),
-                "key": key.split(b":", 1)[1].hex(),
-                "documents": count,
-            }
-            for count, key in stop_keys[:top]
+            {"index": stop.index, "key": stop.key.hex(), "documents": stop.documents}
+            for stop in top_stop_keys(state.store, top)
         ],
         "disk_bytes": disk,
         "disk_bytes_per_document": round(disk / documents, 1) if documents and disk else None,

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from neardup.core import IncompatibleStateError, Settings, StateError
 from neardup.core.records import format_fetched_at
 from neardup.state import (
+    FORMAT_VERSION,
     TABLES,
     ClusterInfo,
     DocRecord,
@@ -27,6 +28,8 @@ from neardup.state import (
     Postings,
     State,
     StateView,
+    StopKey,
+    top_stop_keys,
     unpack_samples,
 )
 from neardup.state.clusters import size_class
@@ -60,32 +63,45 @@ def test_settings_are_stored_and_incompatible_reopen_is_refused(tmp_path: Path) 
         assert state.settings.posting_cap == 50  # not a sketch parameter: may change
 
 
-def test_a_format_8_state_is_upgraded_by_a_writer_and_explained_to_a_reader(
-    tmp_path: Path,
+#: the tables each older format lacks
+_ADDED_SINCE = {8: ("containment_log", "stopranks"), 9: ("stopranks",)}
+
+
+@pytest.mark.parametrize("old_format", sorted(_ADDED_SINCE))
+def test_an_older_state_is_upgraded_by_a_writer_and_explained_to_a_reader(
+    tmp_path: Path, old_format: int
 ) -> None:
-    """Format 9 only adds the containment log, empty in a state of format 8: a writer adds
-    it and goes on; a reader, which cannot, says what to do."""
-    with State.open(tmp_path / "s") as state:
+    """Format 9 adds the containment log, empty in a state of format 8; format 10 ranks the
+    stop keys, which a writer ranks when it opens an older state. A reader, which cannot add
+    tables, says what to do."""
+    with State.open(tmp_path / "s", Settings(posting_cap=2)) as state:
         view = state.view()
         view.containment.post_new([_k("ab")], [1], [0])
         view.containment.fold_all()
+        for doc_id in (1, 2, 3):  # "s" stops at the second document, "t" at the third
+            _add(view.super_shingles, _k("st" if doc_id < 3 else "s"), doc_id, 0)
         view.commit()
     old = Rdict(
         str(tmp_path / "s"),
         Options(raw_mode=True),
         column_families={table: Options(raw_mode=True) for table in TABLES if table != "default"},
     )
-    old.drop_column_family("containment_log")
-    old.get_column_family("meta").put(b"format", b"8")  # as format 8 wrote it
+    for table in _ADDED_SINCE[old_format]:
+        old.drop_column_family(table)
+    old.get_column_family("meta").put(b"format", str(old_format).encode())  # as it wrote it
     old.close()
     del old
     with pytest.raises(StateError, match="open it once with `neardup run`"):
         State.follow(tmp_path / "s")
     with State.open(tmp_path / "s") as state:
-        assert state.store.get("meta", b"format") == b"9"
+        assert state.store.get("meta", b"format") == str(FORMAT_VERSION).encode()
         assert state.view().containment.meet([_k("a")]).met(0) == {1}
     with State.follow(tmp_path / "s") as reader:
         assert reader.view().containment.meet([_k("b")]).met(0) == {1}
+        assert [(s.index, s.key, s.documents) for s in top_stop_keys(reader.store, 5)] == [
+            ("supershingles", _stored("s"), 3),
+            ("supershingles", _stored("t"), 2),
+        ]
 
 
 @given(
@@ -205,6 +221,9 @@ def test_posting_lists_are_capped_into_stop_keys() -> None:
         view.commit()
         stop = dict(state.store.items("stopkeys"))
         assert int.from_bytes(stop[b"supershingles:" + _stored("k")], "big") == 4
+        # ranked once, at its latest count: the rank of 3 went when 4 came
+        assert len(list(state.store.items("stopranks"))) == 1
+        assert top_stop_keys(state.store, 10) == [StopKey("supershingles", _stored("k"), 4)]
         # one key, counted once as a key and once as a stop key however often it is asked for
         assert view.counters.get("index_keys:supershingles") == 1
         assert view.counters.get("stop_keys:supershingles") == 1

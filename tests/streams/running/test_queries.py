@@ -4,12 +4,13 @@ cluster, the largest clusters."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from neardup.core import Page
-from neardup.state import State
+from neardup.core import Page, Settings
+from neardup.state import MemoryStore, State, Table
 from neardup.streams import Detector
 from neardup.streams.detection import format_id
 from neardup.streams.running import queries, reports
@@ -128,3 +129,46 @@ def test_a_cluster_pages_by_cursor_and_a_retired_id_names_its_survivor(tmp_path:
         assert reports.statistics(state)["largest_clusters"][0]["size"] == 7
     with pytest.raises(ValueError, match="16 hex digits"):
         queries.parse_id("xyz")
+
+
+class _Guarded(MemoryStore):
+    """A memory store that fails a read of a whole table once ``guarding``."""
+
+    guarding = False
+
+    def items(self, table: Table) -> Iterator[tuple[bytes, bytes]]:
+        assert not self.guarding, f"read the whole {table} table"
+        return super().items(table)
+
+
+def test_statistics_rank_the_stop_keys_without_reading_them_all() -> None:
+    """Boilerplate shared by every page makes stop keys, asked for by more and more pages:
+    the top ones are those a full read of ``stopkeys`` ranks first, read from their ranks."""
+    rng = np.random.default_rng(5)
+    boilerplate = random_text(rng, 20)
+    store = _Guarded()
+    with State(store, Settings(posting_cap=3, containment_sample=0)) as state:
+        for sweep in range(4):  # the later sweeps ask for the stop keys again
+            pages = [
+                Page(
+                    f"https://site.example/{sweep}/{i}",
+                    " ".join(random_text(rng, 8) + boilerplate[: 8 + 4 * sweep]),
+                )
+                for i in range(10)
+            ]
+            Detector(state).process(pages)
+        stopped = sorted(
+            (
+                (-int.from_bytes(raw, "big"), key)
+                for key, raw in MemoryStore.items(store, "stopkeys")
+            )
+        )
+        assert len({count for count, _ in stopped}) > 2  # counts differ: a ranking to check
+        store.guarding = True
+        for top in (3, len(stopped) + 1):
+            stats = reports.statistics(state, top=top)
+            assert stats["stop_keys"] == len(stopped)
+            assert [
+                (-stop["documents"], f"{stop['index']}:".encode() + bytes.fromhex(stop["key"]))
+                for stop in stats["top_stop_keys"]
+            ] == stopped[:top]
