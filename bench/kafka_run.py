@@ -44,6 +44,8 @@ _SETTLE_SECONDS = 600.0
 #: stay still before it reads the events
 _END_POLL_SECONDS = 0.25
 _QUIET_SECONDS = 2.0
+#: how often the backlog run looks for the worker's first prepared batch
+_FIRST_POLL_SECONDS = 0.01
 
 Pages = list[tuple[str, bytes]]
 Clusters = set[frozenset[str]]
@@ -205,8 +207,24 @@ class Run:
         return float(records[low].timestamp) / 1000 if records else time.time()
 
     def first_prepared_at(self) -> float:
-        records = self.read(self.config.prepared_topic)
-        return min(r.timestamp for r in records) / 1000
+        """When the worker's first prepared batch reached the prepared log, on this clock:
+        its end offsets, read every ``_FIRST_POLL_SECONDS`` from the worker's start. (Not a
+        record's timestamp: a prepared batch carries its pages' publication time, for the
+        detector's publish-to-event latency, and the backlog was published before the worker
+        started.)"""
+        consumer = KafkaConsumer(bootstrap_servers=self.broker, enable_auto_commit=False)
+        topic = self.config.prepared_topic
+        deadline = time.monotonic() + _WORKER_START_SECONDS
+        try:
+            partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
+            while not any(consumer.end_offsets(partitions).values()):
+                self.check_alive()
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the worker prepared nothing within a minute")
+                time.sleep(_FIRST_POLL_SECONDS)
+            return time.time()
+        finally:
+            consumer.close()
 
     def peak_rss_mb(self) -> float:
         assert self.worker is not None
@@ -266,8 +284,9 @@ def backlog_throughput(run: Run, pages: Pages, expected: Clusters) -> tuple[floa
     """(documents/s, worker peak RSS MB) with the pages published before the worker starts."""
     run.publish(pages)
     run.start_worker()
+    first = run.first_prepared_at()
     done = run.completed_at(expected)
-    return len(pages) / (done - run.first_prepared_at()), run.peak_rss_mb()
+    return len(pages) / (done - first), run.peak_rss_mb()
 
 
 def live_throughput(run: Run, pages: Pages, expected: Clusters) -> float:
