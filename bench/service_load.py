@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from neardup.streams.service.wire import ExchangeError, HeaderError, KeptAlive
+from neardup.streams.service.wire import EXCHANGE_FAILURES, KeptAlive
 
 from .corpus import iter_pages, write_jsonl
 from .cpu import cpu_seconds
@@ -79,7 +79,7 @@ class _Client:
         """The status of a POST, its answer read whole."""
         try:
             return self._connections.exchange("POST", path, self._headers, body)[0]
-        except (OSError, ValueError, HeaderError, ExchangeError) as error:
+        except EXCHANGE_FAILURES as error:
             raise OSError(str(error)) from error
 
     def get(self, path: str) -> bytes:

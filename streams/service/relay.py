@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .api import API_PREFIX
-from .wire import ExchangeError, HeaderError, KeptAlive, url_of
+from .wire import EXCHANGE_FAILURES, KeptAlive, url_of
 
 __all__ = ["OWN_PATHS", "OWN_TOKEN_ENV", "Front", "Relay", "RelayedAnswer", "own_token"]
 
@@ -81,7 +81,7 @@ class Relay:
                 status, headers, data = self._connections.exchange(
                     method, target, self._headers, body
                 )
-            except (OSError, ValueError, ExchangeError, HeaderError):
+            except EXCHANGE_FAILURES:
                 if attempt:
                     return None
                 continue

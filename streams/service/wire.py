@@ -17,6 +17,7 @@ from http import HTTPStatus
 from typing import IO, Any, Protocol
 
 __all__ = [
+    "EXCHANGE_FAILURES",
     "ExchangeError",
     "HeaderError",
     "Headers",
@@ -98,6 +99,10 @@ class ExchangeError(Exception):
     short."""
 
 
+#: what ``KeptAlive.exchange`` raises when a request gets no answer (its connection dropped)
+EXCHANGE_FAILURES = (OSError, ValueError, HeaderError, ExchangeError)
+
+
 class KeptAlive:
     """Requests to one server, over a kept-alive connection per thread, spoken over a raw
     socket (``timeout``: seconds a request may wait for its answer)."""
@@ -111,8 +116,8 @@ class KeptAlive:
         self, method: str, target: str, headers: str, body: bytes
     ) -> tuple[int, Headers, bytes]:
         """The status, headers and body of the answer to a request (``headers``: its header
-        lines, each ending in CRLF, but Content-Length). On any error (OSError, ValueError,
-        HeaderError, ExchangeError) the connection is dropped and the error raised."""
+        lines, each ending in CRLF, but Content-Length). On any error (``EXCHANGE_FAILURES``,
+        or another) the connection is dropped and the error raised."""
         try:
             sock, lines = self._connection()
             head = f"{method} {target} HTTP/1.1\r\n{headers}Content-Length: {len(body)}\r\n\r\n"
