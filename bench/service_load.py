@@ -35,6 +35,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,7 @@ from .corpus import iter_pages, write_jsonl
 from .cpu import cpu_seconds
 from .report import emit
 
-__all__ = ["main"]
+__all__ = ["OpenLoop", "main", "similar_queries"]
 
 _THREADS = 4
 #: queries a follower answers before the run starts: its first ones warm its caches
@@ -89,6 +91,62 @@ class _Client:
             return connection.getresponse().read()
         finally:
             connection.close()
+
+
+class OpenLoop:
+    """Similar queries (``bodies``, in turn) sent open-loop at ``rate`` a second from
+    ``_THREADS`` threads, from ``start`` while ``going()``: each latency is measured from when
+    the query was due, and kept with when that was (seconds from the first one's)."""
+
+    def __init__(
+        self, base: str, bodies: list[bytes], rate: float, going: Callable[[], bool]
+    ) -> None:
+        self._client = _Client(base)
+        self._bodies = bodies
+        self._rate = rate
+        self._going = going
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._send, args=(n,)) for n in range(_THREADS)]
+        self._begin = 0.0
+        #: when the first query was due (``time.time()``)
+        self.began = 0.0
+        self.latencies: list[tuple[float, float]] = []
+        #: the queries answered with another status than 200, or none, by status (0: none)
+        self.statuses: Counter[int] = Counter()
+
+    @property
+    def failures(self) -> int:
+        return self.statuses.total()
+
+    def start(self) -> OpenLoop:
+        self.began = time.time()
+        self._begin = time.perf_counter()
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+    def _send(self, offset: int) -> None:
+        i = offset
+        while self._going():
+            due = self._begin + i / self._rate
+            wait = due - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            try:
+                status = self._client.post("/api/v1/similar", self._bodies[i % len(self._bodies)])
+            except OSError:
+                status = 0
+            spent = time.perf_counter() - due
+            with self._lock:
+                if status == 200:
+                    self.latencies.append((due - self._begin, spent))
+                else:
+                    self.statuses[status] += 1
+            i += _THREADS
 
 
 def _start(state: Path, corpus: Path, http_on: bool) -> tuple[subprocess.Popen[bytes], str | None]:
@@ -174,45 +232,15 @@ def _ingest_queried(
     process, own = _start(state, corpus, not follower)
     base = base if follower else own
     assert base is not None
-    client = _Client(base)
-    latencies: list[tuple[float, float]] = []
-    failures = [0]
-    lock = threading.Lock()
-    begin = time.perf_counter()
-    sent = [0]
-
-    def worker(offset: int) -> None:
-        i = offset
-        while process.poll() is None:
-            due = begin + i / rate
-            wait = due - time.perf_counter()
-            if wait > 0:
-                time.sleep(wait)
-            try:
-                status = client.post("/api/v1/similar", bodies[i % len(bodies)])
-            except OSError:
-                status = 0
-            spent = time.perf_counter() - due
-            with lock:
-                sent[0] += 1
-                if status == 200:
-                    latencies.append((due - begin, spent))
-                else:
-                    failures[0] += 1
-            i += _THREADS
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(_THREADS)]
-    for thread in threads:
-        thread.start()
+    load = OpenLoop(base, bodies, rate, lambda: process.poll() is None).start()
     seconds = _finish(process, started)
-    for thread in threads:
-        thread.join()
+    load.join()
     if serving is not None:
         assert follower_cpu is not None
         follower_cpu = cpu_seconds(serving.pid) - follower_cpu
         serving.terminate()
         serving.communicate()
-    return seconds, latencies, failures[0], follower_cpu
+    return seconds, load.latencies, load.failures, follower_cpu
 
 
 def _closed_loop(state: Path, bodies: list[bytes], seconds: float) -> float:
@@ -247,9 +275,10 @@ def _closed_loop(state: Path, bodies: list[bytes], seconds: float) -> float:
         process.communicate()
 
 
-def _queries(corpus: Path, count: int, seed: int) -> list[bytes]:
+def similar_queries(lines: list[str], count: int, seed: int) -> list[bytes]:
+    """Bodies of similar queries: pages of the corpus (JSON lines), a tenth of each page's
+    words changed."""
     rng = np.random.default_rng(seed)
-    lines = corpus.read_text(encoding="utf-8").splitlines()
     bodies = []
     for index in rng.choice(len(lines), size=count, replace=False):
         words = json.loads(lines[int(index)])["content"].split(" ")
@@ -291,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         built = work / "built"
         print(f"building the {args.docs}-document state ...", file=sys.stderr)
         build_seconds = _ingest_plain(built, base_corpus)
-        bodies = _queries(base_corpus, 2000, args.seed)
+        bodies = similar_queries(base_corpus.read_text("utf-8").splitlines(), 2000, args.seed)
         plain: list[float] = []
         scraped: list[float] = []
         queried: list[float] = []

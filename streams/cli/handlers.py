@@ -20,16 +20,7 @@ from neardup.state import State
 from ..kafka.config import WorkerConfig, detector_dir
 from ..running import embedded, queries, reports
 from ..running.progress import Progress, RunObserver, StatsLog
-from ..service import (
-    OWN_TOKEN_ENV,
-    FollowedState,
-    Front,
-    LiveState,
-    Relay,
-    Service,
-    family_of,
-    own_token,
-)
+from ..service import OWN_TOKEN_ENV, FollowedState, Fronted, LiveState, Relay, Service
 
 __all__ = [
     "clusters",
@@ -45,11 +36,6 @@ __all__ = [
     "worker",
     "worker_config",
 ]
-
-#: the interpreter's thread switch interval while a runtime serves queries: the detector holds
-#: the GIL between switches, and a query waits for it at each of its state reads (the
-#: default 5 ms makes a query of a hundred reads wait hundreds of milliseconds)
-QUERY_SWITCH_INTERVAL = 0.0002
 
 #: ``serve`` sees no batches: growth is that of the largest clusters, sample to sample
 _FOLLOWED = 1000
@@ -159,42 +145,14 @@ def _serve_while_running(
     # The first state query hands the address over to a follower child, the front: queries
     # answered here wait for the detector's interpreter lock (relay.py). The run goes on
     # serving what only it knows (metrics, the timeline) to the front, on a loopback port.
-    listening = _listen(args.http)
     source = LiveState(state)
-    token = own_token()
-    front = Front(args.state, listening, args.api_token, token)
-    public = Service(
-        source,
-        args.http,
-        args.api_token,
-        query_switch_interval=QUERY_SWITCH_INTERVAL,
-        listening=listening,
-        on_state_query=front.start,
-    )
-    own = Service(
-        source,
-        ("127.0.0.1", 0),
-        token,
-        query_switch_interval=QUERY_SWITCH_INTERVAL,
-        shared=public,
-    ).start()
-    front.own_port = own.port
-    front.on_give_up = public.take_back
-    public.start()
+    fronted = Fronted.start(source, args.state, args.http, args.api_token)
     stack.callback(source.detach, "the run has ended")
-    stack.callback(own.stop)
-    stack.callback(public.stop)
-    last.callback(front.stop)
-    public.announce()
-    return public
-
-
-def _listen(address: tuple[str, int]) -> socket.socket:
-    host = address[0]
-    try:
-        return socket.create_server(address, family=family_of(host), backlog=128)
-    except OSError as error:
-        raise NeardupError(f"--http {host}:{address[1]}: cannot listen there ({error})") from None
+    stack.callback(fronted.own.stop)
+    stack.callback(fronted.public.stop)
+    last.callback(fronted.front.stop)
+    fronted.public.announce()
+    return fronted.public
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ loses them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -100,11 +101,16 @@ def _dead_letter(message: Any, error: BadRecordError) -> bytes:
     return json.dumps(record).encode()
 
 
-def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App:
+def build_app(
+    config: WorkerConfig,
+    service: Service | None = None,
+    withdrawn: Callable[[], None] | None = None,
+) -> faust.App:
     """The Faust application of one worker (every worker of a deployment builds the same).
 
     With a ``service`` (over a LiveState), the detect agent lends it the state while it holds
-    it, advertises the service's URL, and both agents feed its metrics."""
+    it, advertises the service's URL, and both agents feed its metrics; ``withdrawn`` is
+    called when it takes the state back."""
     settings = config.settings
     transport.register()
     app = faust.App(
@@ -216,7 +222,7 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
                 return
             detector = LogDetector(state, log_name)
             if lender is not None:
-                await lender.opened(state)
+                await lender.opened(state, functools.partial(caught_up, detector, run))
             try:
                 async for batch in stream.take_events(_DETECT_MESSAGES, within=config.batch_wait):
                     await detect_batch(detector, batch, run)
@@ -230,12 +236,12 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
     lender: Lender | None = None
     if service is not None and isinstance(service.source, LiveState):
         lender = Lender(
-            service,
             service.source,
             log_name,
             config.service_topic,
             config.advertise or service.advertised_url,
             produce,
+            withdrawn,
         )
         held = lender
 
@@ -249,7 +255,21 @@ def build_app(config: WorkerConfig, service: Service | None = None) -> faust.App
         app.on_partitions_assigned.connect(assigned)
         app.on_partitions_revoked.connect(revoked)
 
+    # the batches and a catch-up on the log's end (the lender's, as the log is assigned) take
+    # turns: each stages from the state's committed offset
+    applying = asyncio.Lock()
+
+    async def caught_up(detector: LogDetector, run: Callable[..., Awaitable[Any]]) -> None:
+        async with applying:
+            await _catch_up(config, log_name, detector, None, run)
+
     async def detect_batch(
+        detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]
+    ) -> None:
+        async with applying:
+            await apply_batch(detector, batch, run)
+
+    async def apply_batch(
         detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]
     ) -> None:
         first = batch[0].message.offset
@@ -333,11 +353,12 @@ async def _catch_up(
     config: WorkerConfig,
     log_name: str,
     detector: LogDetector,
-    until: int,
+    until: int | None,
     run: Callable[..., Awaitable[Any]],
 ) -> None:
-    """Apply the prepared messages from the detector's next offset up to ``until``, silently:
-    whoever applied them first sent their events and dead letters."""
+    """Apply the prepared messages from the detector's next offset up to ``until`` (None: the
+    log's end now), silently: whoever applied them first sent their events and dead
+    letters."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     partition = TopicPartition(log_name, 0)
@@ -351,6 +372,10 @@ async def _catch_up(
     try:
         consumer.assign([partition])
         start = await run(lambda: detector.next_offset)
+        if until is None:
+            until = (await consumer.end_offsets([partition]))[partition]
+        if start >= until:
+            return
         earliest = (await consumer.beginning_offsets([partition]))[partition]
         if earliest > start:
             raise StateError(

@@ -11,7 +11,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from neardup.core import NeardupError
 from neardup.state import State
 
-from ..service import LiveState, Service
+from ..service import Fronted, LiveState, Service
 from .config import WorkerConfig
 from .owner import OwnerLocator
 from .topology import build_app, internal_topics
@@ -84,23 +84,29 @@ def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:
         admin.close()
 
 
-def start_service(config: WorkerConfig) -> Service | None:
-    """The worker's HTTP service (``--http``), answering from the detector's state while this
-    worker holds it and redirecting to the worker that does otherwise."""
+def start_service(config: WorkerConfig) -> Fronted | Service | None:
+    """The worker's HTTP service (``--http``): while this worker holds the detector, a front
+    answers state queries from the detector's directory (service/fronted.py); otherwise the
+    worker redirects them to the worker that holds it. A worker of a sharded deployment
+    answers none."""
     if config.http is None:
         return None
-    why = (
-        "this worker does not hold the detector, and no worker has said it does yet"
-        if config.shards is None
-        else "a deployment with detection shards answers no queries yet: its state is spread "
-        "over the shards (docs/kafka.md)"
+    if config.shards:
+        # no worker holds a whole state: nobody to redirect to
+        why = (
+            "a deployment with detection shards answers no queries yet: its state is spread "
+            "over the shards (docs/kafka.md)"
+        )
+        service = Service(LiveState(why_none=why), config.http, config.api_token).start()
+        service.announce()
+        return service
+    source = LiveState(
+        why_none="this worker does not hold the detector, and no worker has said it does yet"
     )
-    source = LiveState(why_none=why)
-    # with shards no worker holds a whole state: nobody to redirect to
-    locate = None if config.shards else OwnerLocator(config.broker, config.service_topic)
-    service = Service(source, config.http, config.api_token, locate=locate).start()
-    service.announce()
-    return service
+    locate = OwnerLocator(config.broker, config.service_topic)
+    fronted = Fronted.start(source, config.detector_dir, config.http, config.api_token, locate)
+    fronted.public.announce()
+    return fronted
 
 
 def run_worker(config: WorkerConfig, loglevel: str = "warning") -> None:
@@ -110,8 +116,11 @@ def run_worker(config: WorkerConfig, loglevel: str = "warning") -> None:
     check_settings(config)
     ensure_topics(config)
     logging.getLogger("faust").setLevel(loglevel.upper())
-    service = start_service(config)
-    app = build_app(config, service)
+    served = start_service(config)
+    if isinstance(served, Fronted):
+        app = build_app(config, served.public, served.withdrawn)
+    else:
+        app = build_app(config, served)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True)
     # Faust's start-up spinner sets the root logger to DEBUG to turn on every record: each
     # debug call of aiokafka (one per record sent) and Faust then builds a record that the
@@ -120,5 +129,5 @@ def run_worker(config: WorkerConfig, loglevel: str = "warning") -> None:
     try:
         worker.execute_from_commandline()
     finally:
-        if service is not None:
-            service.stop()
+        if served is not None:
+            served.stop()

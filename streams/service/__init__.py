@@ -6,12 +6,14 @@ timeline.py  what the dashboard plots: sampled numbers and cluster growth
 api.py       the JSON endpoints (version 1), each a function of one request
 openapi.py   their OpenAPI description
 http.py      the server: routing, auth, limits, JSON errors, the dashboard page
-relay.py     a run's front: a follower child serving its address, relaying what only it knows
+relay.py     a runtime's front: a follower child serving its address, relaying what only it knows
+fronted.py   a runtime's service behind a front, and the runtime's own service it relays to
 errors.py    what a request can get wrong, as HTTP statuses
 """
 
 from .api import API_PREFIX, Api, Limits, Request
 from .errors import ApiError
+from .fronted import Fronted
 from .http import Service, parse_address
 from .metrics import Metrics
 from .relay import OWN_TOKEN_ENV, Front, Relay, own_token
@@ -26,6 +28,7 @@ __all__ = [
     "ApiError",
     "FollowedState",
     "Front",
+    "Fronted",
     "Limits",
     "LiveState",
     "Metrics",

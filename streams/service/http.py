@@ -99,13 +99,14 @@ class Service:
         relay: Relay | None = None,
         listening: socket.socket | None = None,
         shared: Service | None = None,
-        on_state_query: Callable[[], None] | None = None,
+        on_state_query: Callable[[], bool] | None = None,
     ) -> None:
         self.source = source
         #: where the paths only a run can answer go, for a run's front (relay.py)
         self.relay = relay
-        #: called once, at the first request that reads the state (a run hands its address
-        #: over to a front then: relay.py)
+        #: called at a request that reads the state until it returns True: the address has
+        #: been handed over to a front (relay.py), which a worker does only while it holds
+        #: the detector
         self._on_state_query = on_state_query
         self._state_asked = threading.Lock()
         self._handing: threading.Thread | None = None
@@ -178,24 +179,26 @@ class Service:
             self._thread.join()
 
     def state_asked(self) -> None:
-        """A request is about to read the state: the first one calls ``on_state_query``."""
+        """A request is about to read the state: ``on_state_query`` may hand the address
+        over."""
         if self._on_state_query is None or self.handed_over:
             return
         with self._state_asked:
-            if self._on_state_query is not None and not self.handed_over:
-                self._on_state_query()
+            if self._on_state_query is not None and not self.handed_over and self._on_state_query():
                 self.handed_over = True
                 # no more accepting here (the socket stays open: the front accepts on it);
                 # not from this request's thread, which the loop's shutdown would wait for
                 self._handing = threading.Thread(target=self._server.shutdown, daemon=True)
                 self._handing.start()
 
-    def take_back(self) -> None:
-        """Serve the address here again, for good: the front it was handed to is gone (a
-        run that gave up starting it answers its queries itself, slower, rather than leave
-        them waiting in the socket's backlog)."""
+    def take_back(self, for_good: bool = True) -> None:
+        """Serve the address here again: the front it was handed to is gone. For good when
+        the process gave up starting it (it answers its queries itself, slower, rather than
+        leave them waiting in the socket's backlog); not when a worker stopped it as it let
+        go of the detector (the next state query may hand the address over again)."""
         with self._state_asked:
-            self._on_state_query = None
+            if for_good:
+                self._on_state_query = None
             if not self.handed_over or self._stopped:
                 return
             if self._handing is not None:

@@ -1,18 +1,19 @@
-"""``neardup run --http``: a follower child in front, the run's own service behind it.
+"""``neardup run --http`` and ``neardup worker --http``: a follower child in front, the
+runtime's own service behind it.
 
-A run answering queries itself makes each wait for its detector's interpreter lock, at every
-state read and at each step of the request (p99 731-883 ms at 100 similar queries a second
-beside full-speed ingestion, where ``neardup serve`` answered in 40-70 ms); relaying them
-from the run to a follower kept the waits in the run (docs/service.md).
+A runtime answering queries itself makes each wait for its detector's interpreter lock, at
+every state read and at each step of the request (p99 731-883 ms at 100 similar queries a
+second beside full-speed ingestion, where ``neardup serve`` answered in 40-70 ms); relaying
+them from the runtime to a follower kept the waits in the runtime (docs/service.md).
 
-So from the first state query on, a follower child serves the run's address (``Front``;
-until then the run serves it: a run whose clients only scrape its metrics starts none). It
-is a ``neardup serve`` process over the run's state directory that answers every state
-query and relays to the run (``Relay``) what only the run knows: its metrics, the
-dashboard's timeline and the cluster growth it measures from its batches. The run's own
-service listens on a loopback port of its own and takes only a token made for the child.
-The child exits when its standard input closes, so a run that dies takes it along; a child
-that exits while the run goes on is started again.
+So from the first state query on, a follower child serves the runtime's address (``Front``;
+until then the runtime serves it: one whose clients only scrape its metrics starts none). It
+is a ``neardup serve`` process over the runtime's state directory that answers every state
+query and relays to the runtime (``Relay``) what only it knows: its metrics, the dashboard's
+timeline and the cluster growth it measures from its batches. The runtime's own service
+listens on a loopback port of its own and takes only a token made for the child. The child
+exits when its standard input closes, so a runtime that dies takes it along; a child that
+exits while the runtime goes on is started again. fronted.py puts the pieces together.
 """
 
 from __future__ import annotations
@@ -95,13 +96,14 @@ class Relay:
 
 
 class Front:
-    """The ``neardup serve`` child that serves a run's address from its state directory once
-    started (at the run's first state query): it accepts on ``listening`` (a socket the run
-    has bound, so that a taken address fails the run at once, and clients wait in its backlog
-    while a child starts), and relays ``OWN_PATHS`` to the run's own service (``own_port``,
-    set before ``start``; ``own_token``). ``token``: the bearer token clients must give, if
-    any. A child that exits before ``stop`` is started again, up to ``_STARTS_PER_MINUTE``
-    times a minute; past that, ``on_give_up`` (the run takes its address back)."""
+    """The ``neardup serve`` child that serves a runtime's address from its state directory
+    once started (at the first state query): it accepts on ``listening`` (a socket the runtime
+    has bound, so that a taken address fails it at once, and clients wait in its backlog while
+    a child starts), and relays ``OWN_PATHS`` to the runtime's own service (``own_port``, set
+    before ``start``; ``own_token``). ``token``: the bearer token clients must give, if any.
+    A child that exits before ``pause`` or ``stop`` is started again, up to
+    ``_STARTS_PER_MINUTE`` times a minute; past that, ``on_give_up`` (the runtime takes its
+    address back, for good)."""
 
     def __init__(
         self,
@@ -114,7 +116,7 @@ class Front:
         self._listening = listening
         #: the loopback port of the run's own service
         self.own_port = 0
-        #: called (from a thread of the front's) when the run gives up on its front
+        #: called (from a thread of the front's) when the runtime gives up on its front
         self.on_give_up: Callable[[], None] | None = None
         self._environment = {**os.environ, OWN_TOKEN_ENV: own_token}
         self._environment.pop("NEARDUP_HTTP", None)
@@ -124,20 +126,28 @@ class Front:
             self._environment.pop("NEARDUP_API_TOKEN", None)
         self._process: subprocess.Popen[bytes] | None = None
         self._starts: list[float] = []
-        self._stopping = False
+        self._gave_up = False
+        self._closed = False
         self._lock = threading.Lock()
 
-    def start(self) -> None:
-        """Start the child (once: later calls do nothing)."""
+    def start(self) -> bool:
+        """Start the child, unless one serves already; False when none will (the runtime gave
+        up on its front, or stopped it for good)."""
         with self._lock:
-            if self._process is not None or self._stopping:
-                return
+            if self._closed or self._gave_up:
+                return False
+            if self._process is not None:
+                return True
             self._spawn()
-        threading.Thread(target=self._watch, name="neardup-front", daemon=True).start()
+            process = self._process
+        threading.Thread(
+            target=self._watch, args=(process,), name="neardup-front", daemon=True
+        ).start()
+        return True
 
     def _spawn(self) -> None:
-        # the run keeps its copy of the socket: while no child accepts (one is starting
-        # again), connections wait in its backlog instead of being refused
+        # the runtime keeps its copy of the socket: while no child accepts (one is starting
+        # again, or paused), connections wait in its backlog instead of being refused
         command: Sequence[str] = [
             sys.executable,
             "-m",
@@ -162,25 +172,24 @@ class Front:
         )
         self._starts.append(time.monotonic())
 
-    def _watch(self) -> None:
-        """Start the child again when it exits before the run stops it."""
+    def _watch(self, process: subprocess.Popen[bytes]) -> None:
+        """Start the child again when it exits before it is paused or stopped."""
         while True:
-            process = self._process
-            assert process is not None
             code = process.wait()
             with self._lock:
-                if self._stopping:
+                if self._process is not process or self._closed:  # paused or stopping
                     return
                 now = time.monotonic()
                 if sum(now - at < 60.0 for at in self._starts) < _STARTS_PER_MINUTE:
-                    logger.warning(
-                        "neardup run: the service's front exited (%s); starting another", code
-                    )
+                    logger.warning("the service's front exited (%s); starting another", code)
                     self._spawn()
+                    process = self._process
                     continue
+                self._process = None
+                self._gave_up = True
             logger.error(
-                "neardup run: the service's front exited (%s) %d times in a minute; the run "
-                "answers at its address itself from now on",
+                "the service's front exited (%s) %d times in a minute; this process answers "
+                "at its address itself from now on",
                 code,
                 _STARTS_PER_MINUTE,
             )
@@ -188,22 +197,30 @@ class Front:
                 self.on_give_up()
             return
 
-    def stop(self) -> None:
-        """Stop the child (its standard input closes), wait for it, close the socket."""
+    def pause(self) -> None:
+        """Stop the child, if one runs, and wait for it; keep the socket (connections wait in
+        its backlog until the caller serves it again). ``start`` starts another."""
         with self._lock:
-            self._stopping = True
-            process = self._process
-        if process is not None:
-            if process.stdin is not None:
-                process.stdin.close()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            process, self._process = self._process, None
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def stop(self) -> None:
+        """Stop the child for good (its standard input closes), wait for it, close the
+        socket."""
+        with self._lock:
+            self._closed = True
+        self.pause()
         self._listening.close()
 
 
 def own_token() -> str:
-    """A token for a run's own service, known to its front only."""
+    """A token for a runtime's own service, known to its front only."""
     return secrets.token_urlsafe(24)

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from neardup.streams import Detector
 from tests.helpers import SAMPLE, family_pages, two_sweeps
 from tests.streams.service.conftest import call
 from tests.support.deployment import Deployment, metric, service_url, until
+from tests.support.processes import fronts_of, gone
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -183,6 +185,24 @@ def test_two_workers_serve_metrics_a_live_dashboard_and_queries(
         assert redirected.headers["Location"] == owner + "/api/v1/fold"
         groups = call(redirected.headers["Location"], "POST", fold).json()["groups"]
         assert [[f["url"] for f in g["folded"]] for g in groups] == [["https://mirror.example/3"]]
+
+        # the owner answers state queries from a front (a follower child), the other none
+        worker = dict(zip(urls, run.workers, strict=True))
+        owner_fronts = fronts_of(worker[owner].pid)
+        assert len(owner_fronts) == 1
+        assert not fronts_of(worker[other].pid), "a front on a worker that redirects"
+        # the owner stops: the other worker takes the detector over and hands its address
+        # to a front of its own
+        worker[owner].send_signal(signal.SIGTERM)
+        assert worker[owner].wait(timeout=60) == 0
+        assert gone(owner_fronts[0]), "the front outlived its worker"
+
+        def answered_by_the_other() -> bool | None:
+            answer = call(other + "/api/v1/stats")
+            return (answer.status == 200 and answer.json()["documents"] == total) or None
+
+        until("the other worker answering from the detector", answered_by_the_other)
+        assert len(fronts_of(worker[other].pid)) == 1
         run.check_alive()
     finally:
         run.stop()

@@ -384,18 +384,44 @@ def test_header_lines_are_read_as_the_protocol_says(service: Service) -> None:
 def test_a_service_stops_when_asked_and_serves_again_after_a_handover(
     swept_state: State,
 ) -> None:
-    """Stopping does not wait out a polling interval (the standard library's loop looked
-    for a stop every half second); an address handed over is taken back on request."""
+    """A state query hands the address over when ``on_state_query`` says it did (a worker's
+    only while it holds the detector); an address handed over is taken back on request, to
+    be handed over again or for good. Stopping does not wait out a polling interval (the
+    standard library's loop looked for a stop every half second)."""
     listening = socket.create_server(("127.0.0.1", 0))
-    fronts: list[str] = []
-    running = Service(
-        LiveState(swept_state), listening=listening, on_state_query=lambda: fronts.append("x")
-    ).start()
+    asked: list[bool] = []
+    holds = False
+
+    def hand_over() -> bool:
+        asked.append(holds)
+        return holds
+
+    running = Service(LiveState(swept_state), listening=listening, on_state_query=hand_over)
+    running.start()
     base = running.url
     assert call(base + "/api/v1/stats").status == 200
-    assert fronts == ["x"] and running.handed_over
+    assert asked == [False] and not running.handed_over, "answered here: nothing to hand over"
+    holds = True
+    assert call(base + "/api/v1/stats").status == 200
+    assert asked == [False, True] and running.handed_over
+    _until_not_accepting(listening)
+    running.take_back(for_good=False)
+    assert call(base + "/api/v1/stats").status == 200
+    assert asked == [False, True, True] and running.handed_over, "handed over again"
+    _until_not_accepting(listening)
+    running.take_back()
+    assert call(base + "/api/v1/stats").status == 200
+    assert len(asked) == 3 and not running.handed_over, "taken back for good"
+    time.sleep(0.1)  # the loop waits in its select (the old loop's would end 0.4 s later)
+    started = time.monotonic()
+    running.stop()
+    assert time.monotonic() - started < 0.3
+
+
+def _until_not_accepting(listening: socket.socket) -> None:
+    """Until the service's accept loop has stopped (a front would accept on the socket)."""
     deadline = time.monotonic() + 5
-    while True:  # the accept loop stops (the front would accept on the socket now)
+    while True:
         probe = socket.create_connection(listening.getsockname(), timeout=0.3)
         probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         try:
@@ -404,15 +430,8 @@ def test_a_service_stops_when_asked_and_serves_again_after_a_handover(
             answered = b""
         probe.close()
         if not answered:
-            break
+            return
         assert time.monotonic() < deadline, "the handed-over address is still served"
-    running.take_back()
-    assert call(base + "/api/v1/stats").status == 200
-    assert fronts == ["x"] and not running.handed_over, "no second handover"
-    time.sleep(0.1)  # the loop waits in its select (the old loop's would end 0.4 s later)
-    started = time.monotonic()
-    running.stop()
-    assert time.monotonic() - started < 0.3
 
 
 def test_a_service_serves_an_ipv6_loopback_address(swept_state: State) -> None:

@@ -18,10 +18,12 @@ from urllib.parse import quote
 
 import pytest
 from neardup.core import Page
+from neardup.streams.service import Fronted, LiveState
 
 from tests.helpers import family_pages, two_sweeps
+from tests.support.processes import HAS_PROC, fronts_of, gone
 
-from .conftest import call
+from .conftest import build_state, call
 
 pytestmark = pytest.mark.slow
 
@@ -125,32 +127,6 @@ def test_serve_answers_from_a_state_that_run_is_writing(tmp_path: Path) -> None:
         assert stats["clusters"] >= 10
 
 
-def _children(pid: int) -> list[int]:
-    """The processes ``pid`` started, from any of its threads (Linux's /proc)."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(child) for child in (task / "children").read_text().split()]
-        except OSError:
-            continue  # a thread that has ended
-    return found
-
-
-def _gone(pid: int, seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while Path(f"/proc/{pid}").exists():
-        status = Path(f"/proc/{pid}/status")
-        try:
-            if "\nState:\tZ" in status.read_text():
-                return True  # exited, not yet reaped
-        except OSError:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 @contextmanager
 def _running_with_http(state: Path, *options: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     run = subprocess.Popen(
@@ -184,7 +160,7 @@ def _running_with_http(state: Path, *options: str) -> Iterator[tuple[subprocess.
         run.stdin.close()
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree in /proc")
+@pytest.mark.skipif(not HAS_PROC, reason="reads the process tree in /proc")
 def test_run_serves_queries_from_a_follower_front_and_its_own_metrics(tmp_path: Path) -> None:
     """`run --http`: from the first state query on, a `serve` child answers at the run's
     address while the run writes, and relays to the run what the state does not say (its
@@ -193,16 +169,14 @@ def test_run_serves_queries_from_a_follower_front_and_its_own_metrics(tmp_path: 
     before = family_pages(5)
     with _running_with_http(tmp_path / "state") as (run, base):
         assert call(base + "/metrics").status == 200
-        assert not [pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid)], (
-            "no front for a client that only scrapes the metrics"
-        )
+        assert not fronts_of(run.pid), "no front for a client that only scrapes the metrics"
         stdin: IO[bytes] = run.stdin  # type: ignore[assignment]
         later = family_pages(6, families=10, size=6)
         stdin.write(_lines(before + first + later[:30]))
         stdin.flush()
         # batches of 16: each is ingested once the next has come (the last at the end)
         _wait(base + "/api/v1/stats", lambda s: s["documents"] >= 48)
-        fronts = [pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid)]
+        fronts = fronts_of(run.pid)
         assert len(fronts) == 1, "one front, since the first state query"
         versions = _wait(
             base + "/api/v1/history?url=" + quote("https://site.example/news/1"),
@@ -220,19 +194,12 @@ def test_run_serves_queries_from_a_follower_front_and_its_own_metrics(tmp_path: 
         stdin.write(_lines(second + later[30:]))
         stdin.close()
         assert run.wait(timeout=120) == 0
-        assert _gone(fronts[0]), "the front ends with the run"
+        assert gone(fronts[0]), "the front ends with the run"
     with pytest.raises(urllib.error.URLError, match="refused"):
         call(base + "/healthz")
 
 
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree in /proc")
+@pytest.mark.skipif(not HAS_PROC, reason="reads the process tree in /proc")
 def test_a_killed_run_takes_its_front_along_and_a_token_guards_it(tmp_path: Path) -> None:
     with _running_with_http(tmp_path / "state", "--api-token", "sesame") as (run, base):
         stdin: IO[bytes] = run.stdin  # type: ignore[assignment]
@@ -247,10 +214,10 @@ def test_a_killed_run_takes_its_front_along_and_a_token_guards_it(tmp_path: Path
         assert relayed.status == 200 and b"neardup_documents_total" in relayed.body
         refused = call(base + "/metrics", "POST", b"", headers=bearer)  # the run's answer
         assert refused.status == 405 and refused.headers["Allow"] == "GET, HEAD"
-        front = next(pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid))
+        front = fronts_of(run.pid)[0]
         run.kill()  # no clean-up: the front sees its standard input close
         run.wait(timeout=30)
-        assert _gone(front), "the front outlived a killed run"
+        assert gone(front), "the front outlived a killed run"
 
 
 def _wait_with(url: str, headers: dict[str, str], check: Any, seconds: float = 30.0) -> Any:
@@ -264,26 +231,26 @@ def _wait_with(url: str, headers: dict[str, str], check: Any, seconds: float = 3
         time.sleep(0.2)
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree in /proc")
+@pytest.mark.skipif(not HAS_PROC, reason="reads the process tree in /proc")
 def test_a_front_that_dies_is_started_again_at_the_same_address(tmp_path: Path) -> None:
     with _running_with_http(tmp_path / "state") as (run, base):
         stdin: IO[bytes] = run.stdin  # type: ignore[assignment]
         stdin.write(_lines(family_pages(3) + family_pages(4)))
         stdin.flush()
         _wait(base + "/api/v1/stats", lambda s: s["documents"] >= 16)
-        first = next(pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid))
+        first = fronts_of(run.pid)[0]
         os.kill(first, signal.SIGKILL)
-        assert _gone(first)
+        assert gone(first)
         # the run holds the socket: the next request waits for the next front
         _wait(base + "/api/v1/stats", lambda s: s["documents"] >= 16)
-        fronts = [pid for pid in _children(run.pid) if b"\x00serve\x00" in _cmdline(pid)]
+        fronts = fronts_of(run.pid)
         assert len(fronts) == 1 and fronts[0] != first
         stdin.close()
         assert run.wait(timeout=120) == 0
-        assert _gone(fronts[0])
+        assert gone(fronts[0])
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree in /proc")
+@pytest.mark.skipif(not HAS_PROC, reason="reads the process tree in /proc")
 def test_a_run_whose_front_keeps_dying_answers_at_its_address_itself(tmp_path: Path) -> None:
     """Past five starts of its front in a minute, the run serves its address again rather
     than leave requests in the socket's backlog."""
@@ -296,8 +263,8 @@ def test_a_run_whose_front_keeps_dying_answers_at_its_address_itself(tmp_path: P
         deadline = time.monotonic() + 60
         while len(killed) < 5:  # each as soon as it is started
             assert time.monotonic() < deadline, f"only {len(killed)} fronts started"
-            for pid in _children(run.pid):
-                if pid not in killed and b"\x00serve\x00" in _cmdline(pid):
+            for pid in fronts_of(run.pid):
+                if pid not in killed:
                     os.kill(pid, signal.SIGKILL)
                     killed.add(pid)
             time.sleep(0.05)
@@ -306,11 +273,53 @@ def test_a_run_whose_front_keeps_dying_answers_at_its_address_itself(tmp_path: P
         similar = call(base + "/api/v1/similar", "POST", {"content": "a b c d e f g h"})
         assert similar.status == 200
         time.sleep(0.5)
-        assert not [p for p in _children(run.pid) if b"\x00serve\x00" in _cmdline(p)], (
-            "no sixth front"
-        )
+        assert not fronts_of(run.pid), "no sixth front"
         assert run.poll() is None
         stdin.close()
         assert run.wait(timeout=120) == 0
         assert run.stderr is not None
         assert b"answers at its address itself" in run.stderr.read()
+
+
+@pytest.mark.skipif(not HAS_PROC, reason="reads the process tree in /proc")
+def test_a_service_hands_its_address_to_a_front_only_while_it_holds_the_state(
+    tmp_path: Path,
+) -> None:
+    """A worker's service (``Fronted``): a state query starts a front only while the worker
+    holds the detector; when it lets go, the front stops and the worker serves its address
+    again, and holding the state again starts another front on the same address."""
+    with build_state(tmp_path / "state") as state:
+        documents = state.view().counters.get("documents")
+        source = LiveState(why_none="not held here")
+        fronted = Fronted.start(source, tmp_path / "state", ("127.0.0.1", 0), None)
+        base = fronted.public.url
+        try:
+            refused = call(base + "/api/v1/stats")
+            assert refused.status == 503 and "not held here" in refused.json()["error"]["message"]
+            assert not fronts_of(os.getpid()), "no front for a state this process does not hold"
+
+            source.attach(state)
+            _wait(base + "/api/v1/stats", lambda s: s["documents"] == documents)
+            first = fronts_of(os.getpid())
+            assert len(first) == 1, "one front, since the first state query it held"
+
+            source.detach("let go")
+            fronted.withdrawn()
+            assert gone(first[0]), "the front stopped when the state was let go"
+            # answered in this process again (a front would answer from the directory)
+            let_go = call(base + "/api/v1/stats")
+            assert let_go.status == 503 and "let go" in let_go.json()["error"]["message"]
+            assert not fronts_of(os.getpid())
+
+            source.attach(state)
+            _wait(base + "/api/v1/stats", lambda s: s["documents"] == documents)
+            second = fronts_of(os.getpid())
+            assert len(second) == 1 and second != first, "another front, at the same address"
+            metrics = call(base + "/metrics")  # relayed to this process's own service
+            assert metrics.status == 200 and b"neardup_documents_total" in metrics.body
+        finally:
+            source.detach("the test ends")
+            fronted.stop()
+        assert all(gone(pid) for pid in second)
+    with pytest.raises(urllib.error.URLError, match="refused"):
+        call(base + "/healthz")
