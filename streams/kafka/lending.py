@@ -3,11 +3,11 @@
 Every worker opens its detector state when it starts (Faust runs each agent on every
 worker), but only the one assigned the prepared log's partition holds the deployment's
 state. When it is assigned the log, it advertises its URL on the service topic at once (the
-other workers redirect to it), catches its state up to the log's end (a state that another
-worker went on writing is behind: with no new pages it would stay behind, and answer from
-an old state), and only then lends it to its service; until then a state query gets a 503
-that says so. It takes the state back when the partition is revoked (a rebalance) and
-before the state closes.
+other workers redirect to it), catches its state up to what the log's last holder applied
+(a state that another worker went on writing is behind: with no new pages it would stay
+behind, and answer from an old state), and only then lends it to its service; until then a
+state query gets a 503 that says so. It takes the state back when the partition is revoked
+(a rebalance) and before the state closes.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 #: sends (topic, key, value, partition)
 Send = Callable[[str, bytes, bytes, int], Awaitable[None]]
-#: brings the opened state up to the log's end
+#: brings the opened state up to what the log's last holder applied
 CatchUp = Callable[[], Awaitable[None]]
 
 

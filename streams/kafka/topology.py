@@ -255,8 +255,8 @@ def build_app(
         app.on_partitions_assigned.connect(assigned)
         app.on_partitions_revoked.connect(revoked)
 
-    # the batches and a catch-up on the log's end (the lender's, as the log is assigned) take
-    # turns: each stages from the state's committed offset
+    # the batches and the lender's catch-up (as the log is assigned) take turns: each stages
+    # from the state's committed offset
     applying = asyncio.Lock()
 
     async def caught_up(detector: LogDetector, run: Callable[..., Awaitable[Any]]) -> None:
@@ -356,24 +356,28 @@ async def _catch_up(
     until: int | None,
     run: Callable[..., Awaitable[Any]],
 ) -> None:
-    """Apply the prepared messages from the detector's next offset up to ``until`` (None: the
-    log's end now), silently: whoever applied them first sent their events and dead
-    letters."""
+    """Apply the prepared messages from the detector's next offset up to ``until``, silently:
+    whoever applied them first sent their events and dead letters. ``until`` None: the
+    offset the deployment's consumer group has committed on the log, up to which the log's
+    last holder applied it (not the log's end: the messages after it are this worker's to
+    apply, with their events, as its stream delivers them)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     partition = TopicPartition(log_name, 0)
     consumer = AIOKafkaConsumer(
         bootstrap_servers=config.broker,
         client_id=f"{config.app_id}-catch-up",
+        # the group's id, to read its committed offset: an assigned consumer does not join
+        group_id=config.app_id if until is None else None,
         enable_auto_commit=False,
         max_partition_fetch_bytes=4 * page_batches.MESSAGE_BYTES,
     )
     await consumer.start()
     try:
         consumer.assign([partition])
-        start = await run(lambda: detector.next_offset)
         if until is None:
-            until = (await consumer.end_offsets([partition]))[partition]
+            until = await consumer.committed(partition) or 0
+        start = await run(lambda: detector.next_offset)
         if start >= until:
             return
         earliest = (await consumer.beginning_offsets([partition]))[partition]
