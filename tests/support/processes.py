@@ -11,7 +11,7 @@ __all__ = ["HAS_PROC", "fronts_of", "gone"]
 HAS_PROC = Path("/proc/self/task").exists()
 
 
-def children(pid: int) -> list[int]:
+def _children(pid: int) -> list[int]:
     """The processes ``pid`` started, from any of its threads."""
     found = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
@@ -24,7 +24,7 @@ def children(pid: int) -> list[int]:
 
 def fronts_of(pid: int) -> list[int]:
     """The ``neardup serve`` children of ``pid``: its service's front, if it has one."""
-    return [child for child in children(pid) if b"\x00serve\x00" in _cmdline(child)]
+    return [child for child in _children(pid) if b"\x00serve\x00" in _cmdline(child)]
 
 
 def _cmdline(pid: int) -> bytes:
