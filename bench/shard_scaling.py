@@ -57,9 +57,9 @@ _CONFIGS = (("one detector", None, 1), ("1 shard", 1, 1), ("2 shards", 2, 2))
 def _prepared(docs: int, seed: int) -> tuple[list[bytes], Clusters, list[Any]]:
     """The prepared messages of the corpus, the embedded run's clusters, and the documents."""
     from neardup.core import Page, Preparer, Settings
+    from neardup.core.prepared_codec import encode_batch
     from neardup.state import State
     from neardup.streams import Detector
-    from neardup.streams.kafka.prepared_codec import encode_batch
     from neardup.streams.running.reports import cluster_lines
 
     settings = Settings()
@@ -194,11 +194,11 @@ def _du(path: Path) -> int:
 def union_alone(prepared: list[Any], workdir: Path) -> dict[str, float]:
     """The union stage in process, on findings made beforehand by one shard."""
     from neardup.core import Settings
+    from neardup.core.prepared_codec import encode_batch
     from neardup.state import State
     from neardup.streams.detection.admission import Twin
     from neardup.streams.detection.shard import Ownership
     from neardup.streams.kafka.findings_codec import encode_findings
-    from neardup.streams.kafka.prepared_codec import encode_batch
     from neardup.streams.kafka.shard_log import ShardLog
     from neardup.streams.kafka.union_log import UnionLog
 

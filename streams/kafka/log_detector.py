@@ -22,10 +22,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from neardup.core import BadRecordError, PreparedDoc, Settings, SettingsError
+from neardup.core.prepared_codec import decode_batch, settings_of_batch
 from neardup.state import State, StateView
 
 from ..detection import BatchResult, Detector
-from .prepared_codec import decode_batch, settings_of_batch
 
 __all__ = ["LogDetector", "SettingsCheck", "Staged", "unapplied"]
 

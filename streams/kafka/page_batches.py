@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from neardup.core import BadRecordError, Page, page_from_json
+from neardup.core.prepared_codec import encode_document, frame
 
 from ..running.prepare_work import preparer_for
-from .prepared_codec import encode_document, frame
 
 __all__ = ["MESSAGE_BYTES", "Refusal", "prepare_messages"]
 

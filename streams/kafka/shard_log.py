@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from neardup.core import BadRecordError, PreparedDoc
+from neardup.core.prepared_codec import decode_batch
 from neardup.state import State, StateView
 
 from ..detection.shard import Ownership, ShardFindings, shard_stage
 from ..detection.union import DocHead
 from .findings_codec import ShardMessage
 from .log_detector import SettingsCheck, unapplied
-from .prepared_codec import decode_batch
 
 __all__ = ["ShardLog", "ShardStaged"]
 

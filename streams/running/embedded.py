@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import IO
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
+from neardup.core.prepared_codec import decode_batch
 from neardup.state import State
 
 from ..detection import BatchListener, Detector, encode_event
 from .inputs import DeadLetter, iter_records
-from .prepare_work import PrepareMode, executor, prepare_pages_timed
+from .prepare_work import PrepareMode, executor, prepare_encoded_timed, prepare_pages_timed
 from .progress import RunObserver
 from .run_summary import RunSummary
 
@@ -26,8 +27,9 @@ __all__ = ["DEFAULT_BATCH_SIZE", "run"]
 #: pages prepared together and written in one transaction
 DEFAULT_BATCH_SIZE = 256
 
-#: a batch's prepared documents and the seconds preparing them took
-Prepared = tuple[list[PreparedDoc], float]
+#: a batch's prepared documents (from a child process, in binary: ``prepare_work``) and the
+#: seconds preparing them took
+Prepared = tuple[list[PreparedDoc] | bytes, float]
 
 
 def _batches(
@@ -81,8 +83,12 @@ def run(
             for listener in listeners:
                 listener.dead_letter(letter.reason)
         if pages is not None:
-            docs, preparing = pages.result()
-            view, result = detector.stage(docs)
+            prepared, preparing = pages.result()
+            decoding = time.perf_counter()
+            if isinstance(prepared, bytes):
+                prepared = decode_batch(prepared, state.settings)
+                preparing += time.perf_counter() - decoding
+            view, result = detector.stage(prepared)
             committing = time.perf_counter()
             view.commit()
             seconds = {
@@ -101,12 +107,15 @@ def run(
             observer.update(summary)
 
     settings = state.settings.to_json()
+    prepare_batch: Callable[[list[Page], str], Prepared] = (
+        prepare_encoded_timed if prepare == "process" else prepare_pages_timed
+    )
     # The next batch is prepared (parsed, tokenised, sketched) while this one is ingested;
     # batches are still ingested one at a time, in input order.
     with executor(prepare) as preparing:
         waiting: tuple[Future[Prepared] | None, list[DeadLetter]] | None = None
         for pages, dead in _batches(_all_records(inputs, max_record_bytes), batch_size):
-            ahead = preparing.submit(prepare_pages_timed, pages, settings) if pages else None
+            ahead = preparing.submit(prepare_batch, pages, settings) if pages else None
             if waiting is not None:
                 finish(*waiting)
             waiting = (ahead, dead)

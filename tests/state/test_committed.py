@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 from neardup.core import Page, Preparer, Settings
+from neardup.core.prepared_codec import encode_batch
 from neardup.state import Checkpoints, DocRecord, State
 from neardup.state.committed import CommittedCache
 from neardup.streams.detection.shard import Ownership
 from neardup.streams.kafka.findings_codec import encode_findings
-from neardup.streams.kafka.prepared_codec import encode_batch
 from neardup.streams.kafka.shard_log import ShardLog
 from neardup.streams.kafka.union_log import UnionLog
 

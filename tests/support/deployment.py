@@ -16,8 +16,8 @@ from typing import TypeVar
 
 from kafka import KafkaConsumer, KafkaProducer
 from neardup.core import PreparedDoc, Settings
+from neardup.core.prepared_codec import decode_batch
 from neardup.streams.detection.event_clusters import clusters_from_events
-from neardup.streams.kafka.prepared_codec import decode_batch
 
 from tests.streams.service.conftest import call
 

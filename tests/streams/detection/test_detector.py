@@ -205,8 +205,8 @@ def test_a_short_page_and_a_longer_one_resembling_it_meet_through_super_shingles
 
 
 def test_the_batch_result_is_what_the_counters_summary_and_kafka_detector_report() -> None:
+    from neardup.core.prepared_codec import encode_batch
     from neardup.streams.kafka.log_detector import LogDetector
-    from neardup.streams.kafka.prepared_codec import encode_batch
     from neardup.streams.running.run_summary import RunSummary
 
     pages = family_pages(11, families=4, size=4)

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from neardup.core import Page, Preparer, Settings
+from neardup.core.prepared_codec import encode_batch
 from neardup.state import TABLES, State
 from neardup.streams import Detector
 from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.kafka.log_detector import LogDetector
-from neardup.streams.kafka.prepared_codec import encode_batch
 
 from tests.helpers import family_pages, partition, settled_tables
 

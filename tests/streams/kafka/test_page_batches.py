@@ -7,8 +7,8 @@ import json
 
 import pytest
 from neardup.core import Settings
+from neardup.core.prepared_codec import decode_batch
 from neardup.streams.kafka.page_batches import prepare_messages
-from neardup.streams.kafka.prepared_codec import decode_batch
 from neardup.streams.running.prepare_work import executor
 
 from tests.helpers import family_pages

@@ -17,12 +17,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from neardup.core import Page, Preparer, Settings
+from neardup.core.prepared_codec import encode_batch
 from neardup.state import Checkpoints, State
 from neardup.streams import Detector
 from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.detection.shard import Ownership
 from neardup.streams.kafka.findings_codec import ShardMessage, encode_findings
-from neardup.streams.kafka.prepared_codec import encode_batch
 from neardup.streams.kafka.shard_log import ShardLog
 from neardup.streams.kafka.union_log import MARKER_KEY, UnionLog, applied_marker, read_marker
 
@@ -179,7 +179,7 @@ def _found(message: ShardMessage) -> tuple[object, ...]:
 
 
 def _decode(message: bytes, preparer: Preparer) -> list:  # type: ignore[type-arg]
-    from neardup.streams.kafka.prepared_codec import decode_batch
+    from neardup.core.prepared_codec import decode_batch
 
     return decode_batch(message, preparer.settings)
 

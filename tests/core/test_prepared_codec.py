@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import BadRecordError, Page, PreparedDoc, Preparer, Settings, page_from_json
+from neardup.core.prepared_codec import decode_batch, encode_batch, settings_of_batch
 from neardup.state import State
 from neardup.streams import Detector
-from neardup.streams.kafka.prepared_codec import decode_batch, encode_batch, settings_of_batch
 
 from tests.helpers import SAMPLE, family_pages
 
