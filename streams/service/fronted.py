@@ -53,22 +53,26 @@ class Fronted:
         listening = listen(address)
         secret = own_token()
         front = Front(state_dir, listening, token, secret)
-        public = Service(
-            source,
-            address,
-            token,
-            locate=locate,
-            query_switch_interval=QUERY_SWITCH_INTERVAL,
-            listening=listening,
-            on_state_query=lambda: source.attached and front.start(),
-        )
-        own = Service(
-            source,
-            ("127.0.0.1", 0),
-            secret,
-            query_switch_interval=QUERY_SWITCH_INTERVAL,
-            shared=public,
-        ).start()
+        try:
+            public = Service(
+                source,
+                address,
+                token,
+                locate=locate,
+                query_switch_interval=QUERY_SWITCH_INTERVAL,
+                listening=listening,
+                on_state_query=lambda: source.attached and front.start(),
+            )
+            own = Service(
+                source,
+                ("127.0.0.1", 0),
+                secret,
+                query_switch_interval=QUERY_SWITCH_INTERVAL,
+                shared=public,
+            ).start()
+        except BaseException:
+            listening.close()  # the caller gets the error, and no socket left open
+            raise
         front.own_port = own.port
         front.on_give_up = public.take_back
         public.start()
