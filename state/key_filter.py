@@ -10,11 +10,13 @@ and cost the store read they would have cost anyway.
 It is blocked (all bits of a key in one 64-bit word: one memory access per key) and scalable
 (Almeida et al., "Scalable Bloom Filters", 2007): when a stage holds its capacity, later keys go
 to a new stage of twice the size, and a query asks every stage. No stage is ever rebuilt, so
-the keys need not be kept; a state reads an index's keys once, when it first posts (``of``).
+the keys need not be kept; a state reads an index's keys once, when it first posts (``of``),
+unless the filter was kept when the state was last closed (``to_bytes``, ``from_bytes``).
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 
 import numpy as np
@@ -32,6 +34,9 @@ _FIRST_CAPACITY = 1 << 16
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers: bijections of 64-bit integers
 _MIX_BITS = np.uint64(0xC2B2AE3D27D4EB4F)
 _SIX = np.uint64(63)
+_MAGIC = b"NDKF1"
+_STAGE = struct.Struct("<QQ")  # capacity, count
+_WORD = np.dtype("<u8")
 
 
 class _Stage:
@@ -89,6 +94,37 @@ class KeyFilter:
         made = cls(max(_FIRST_CAPACITY, 2 * sum(len(keys) for keys in arrays)))
         for keys in arrays:
             made.add(keys)
+        return made
+
+    def to_bytes(self) -> bytes:
+        """The filter as bytes, for ``from_bytes``."""
+        parts = [_MAGIC, len(self._stages).to_bytes(4, "little")]
+        for stage in self._stages:
+            parts += [_STAGE.pack(stage.capacity, stage.count), stage.words.astype(_WORD).tobytes()]
+        return b"".join(parts)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> KeyFilter:
+        """A filter written by ``to_bytes``; ValueError for anything else."""
+        if not raw.startswith(_MAGIC) or len(raw) < len(_MAGIC) + 4:
+            raise ValueError("not a key filter written by KeyFilter.to_bytes")
+        at = len(_MAGIC) + 4
+        stages = []
+        for _ in range(int.from_bytes(raw[len(_MAGIC) : at], "little")):
+            capacity, count = _STAGE.unpack_from(raw, at)
+            at += _STAGE.size
+            stage = _Stage(capacity)
+            end = at + stage.words.nbytes
+            if stage.capacity != capacity or end > len(raw):
+                raise ValueError("a damaged key filter: a stage does not fit")
+            stage.words = np.frombuffer(raw, _WORD, len(stage.words), at).astype(np.uint64)
+            stage.count = count
+            stages.append(stage)
+            at = end
+        if not stages or at != len(raw):
+            raise ValueError("a damaged key filter: its length does not match its stages")
+        made = cls()
+        made._stages = stages
         return made
 
     def may_hold(self, keys: U32) -> npt.NDArray[np.bool_]:

@@ -466,6 +466,11 @@ class RocksDBStore(Store):
         # when it reopens): a change there means files this follower's memory may mask
         return self.follower and self._manifest() != self._opened_manifest
 
+    def sequence(self) -> int | None:
+        if self.follower or self._db is None:
+            return None
+        return int(self._db.latest_sequence_number())
+
     def writer_log(self) -> tuple[str, int] | None:
         if not self.follower:
             return None

@@ -24,6 +24,9 @@ from .transaction import Transaction
 
 __all__ = ["State", "StateView"]
 
+#: the meta key (with the index's name) of a posting index's key filter kept at closing
+_KEPT_FILTER = b"keyfilter:"
+
 
 class StateView:
     """The domain tables over one transaction; ``commit`` makes its writes durable at once."""
@@ -89,11 +92,13 @@ class State:
     ) -> None:
         """``cache_entries``: union-find values kept decoded per table (``committed.py``)."""
         self.store = store
-        self.settings = check_or_store_settings(store, settings)
-        self._key_filters: dict[IndexTable, KeyFilter] = {}
         # a filter follows the keys this process posts: a follower's writer posts elsewhere,
         # so a follower's lookups go to the store
         self._filters = store.writer_log() is None
+        # read before anything is written here: a kept filter is used only if nothing was
+        self._kept_filters = _kept_filters(store) if self._filters else {}
+        self.settings = check_or_store_settings(store, settings)
+        self._key_filters: dict[IndexTable, KeyFilter] = {}
         # union-find's committed values, decoded; a follower's writer commits elsewhere
         self._committed = CommittedCache(cache_entries if self._filters else 0)
         self._containment_log = _containment_log()
@@ -104,7 +109,10 @@ class State:
         if table not in INDEX_TABLES:
             raise KeyError(f"{table!r} is not a posting index: use one of {INDEX_TABLES}")
         if table not in self._key_filters:
-            self._key_filters[table] = read_key_filter(self.store, table)
+            kept = self._kept_filters.pop(table, None)
+            self._key_filters[table] = (
+                read_key_filter(self.store, table) if kept is None else KeyFilter.from_bytes(kept)
+            )
         return self._key_filters[table]
 
     @classmethod
@@ -161,7 +169,31 @@ class State:
         )
 
     def close(self) -> None:
-        self.store.close()
+        """Close the store, keeping the key filters in it first (``_keep_filters``)."""
+        try:
+            self._keep_filters()
+        finally:
+            self.store.close()
+
+    def _keep_filters(self) -> None:
+        """Write the filters of the posting indexes into the meta table, marked with the
+        store's sequence after that write: the next writer to open the state uses them only
+        if nothing was written since (a run that crashed, an older neardup, a copy taken
+        while a writer ran: each leaves a later sequence, and the keys are read again).
+        Reading 3 million keys took 1.1 s at each opening of a 100k-document state."""
+        sequence = self.store.sequence()
+        if sequence is None or not self._filters:
+            return
+        kept = {
+            **self._kept_filters,
+            **{table: made.to_bytes() for table, made in self._key_filters.items()},
+        }
+        if not kept:
+            return
+        marker = (sequence + len(kept)).to_bytes(8, "big")  # one sequence number per put
+        self.store.write(
+            {"meta": {_KEPT_FILTER + table.encode(): marker + raw for table, raw in kept.items()}}
+        )
 
     def __enter__(self) -> State:
         return self
@@ -173,3 +205,16 @@ class State:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _kept_filters(store: Store) -> dict[IndexTable, bytes]:
+    """The key filters kept when the state was last closed, if nothing was written since."""
+    sequence = store.sequence()
+    if sequence is None:
+        return {}
+    kept: dict[IndexTable, bytes] = {}
+    for table in INDEX_TABLES:
+        raw = store.get("meta", _KEPT_FILTER + table.encode())
+        if raw is not None and int.from_bytes(raw[:8], "big") == sequence:
+            kept[table] = raw[8:]
+    return kept

@@ -94,6 +94,12 @@ class Store(abc.ABC):
         when the writer's next log file has an entry). Never for a writer."""
         return False
 
+    def sequence(self) -> int | None:
+        """A writer's count of the changes written so far, kept across reopening (RocksDB's
+        sequence number): what it was when something was saved says whether anything was
+        written since. None for a store that keeps nothing (memory) and for a follower."""
+        return None
+
     def writer_log(self) -> tuple[str, int] | None:
         """For a follower, where the writer's write-ahead log ends (its newest file and that
         file's size): it moves while the writer writes. None for a writer."""
