@@ -96,7 +96,9 @@ class State:
         # so a follower's lookups go to the store
         self._filters = store.writer_log() is None
         # read before anything is written here: a kept filter is used only if nothing was
+        self._opened_at = store.sequence()
         self._kept_filters = _kept_filters(store) if self._filters else {}
+        self._kept_tables = frozenset(self._kept_filters)
         self.settings = check_or_store_settings(store, settings)
         self._key_filters: dict[IndexTable, KeyFilter] = {}
         # union-find's committed values, decoded; a follower's writer commits elsewhere
@@ -184,6 +186,8 @@ class State:
         sequence = self.store.sequence()
         if sequence is None or not self._filters:
             return
+        if sequence == self._opened_at and self._key_filters.keys() <= self._kept_tables:
+            return  # nothing written, no filter read from the keys: the kept ones still hold
         kept = {
             **self._kept_filters,
             **{table: made.to_bytes() for table, made in self._key_filters.items()},

@@ -118,6 +118,14 @@ def test_a_closed_state_keeps_its_filters_for_the_next_writer(
         view.commit()
     with State.open(tmp_path / "s") as state:  # kept again, with the key of document 2
         assert state.view().super_shingles.candidates(keys) == {1, 2}
+    store = RocksDBStore(tmp_path / "s")
+    before = store.sequence()
+    store.close()
+    with State.open(tmp_path / "s") as state:  # only read: nothing is written at closing
+        assert state.view().super_shingles.candidates(keys) == {1, 2}
+    store = RocksDBStore(tmp_path / "s")
+    assert store.sequence() == before
+    store.close()
 
 
 def test_a_write_after_the_filters_were_kept_voids_them(tmp_path: Path) -> None:
