@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -49,7 +48,7 @@ from tests.support import tansu
 
 from .corpus import generate
 from .report import emit
-from .service_load import OpenLoop, similar_queries
+from .service_load import OpenLoop, announced_url, percentile, similar_queries
 
 _WORKER_START_SECONDS = 60.0
 _SETTLE_SECONDS = 600.0
@@ -131,13 +130,12 @@ class Run:
 
     def service_url(self) -> str:
         """The address a worker started with ``--http`` announced (its first line)."""
-        assert self.worker is not None and self.worker.stderr is not None
-        line = self.worker.stderr.readline().decode(errors="replace")
-        found = re.search(r"neardup: serving (http://\S+)", line)
-        if found is None:
-            self.check_alive()
-            raise RuntimeError(f"no service address from the worker: {line!r}")
-        return found.group(1)
+        assert self.worker is not None
+        try:
+            return announced_url(self.worker, "the worker")
+        except RuntimeError:
+            self.check_alive()  # a worker that exited says why
+            raise
 
     def wait_until_working(self) -> None:
         """Until the worker's group has formed: one probe page comes out as a prepared batch."""
@@ -429,11 +427,9 @@ def main(argv: list[str] | None = None) -> int:
             "query_slowdown": round(rate / queried - 1, 4),
             "queries_answered": len(latencies),
             "queries_unanswered_by_status": dict(sorted(unanswered.items())),
-            "query_p50_ms": round(float(np.percentile(ms, 50)), 2) if len(ms) else None,
-            "query_p99_ms": round(float(np.percentile(ms, 99)), 2) if len(ms) else None,
-            "query_p99_ms_after_start": (
-                round(float(np.percentile(steady, 99)), 2) if len(steady) else None
-            ),
+            "query_p50_ms": percentile(ms, 50),
+            "query_p99_ms": percentile(ms, 99),
+            "query_p99_ms_after_start": percentile(steady, 99),
         }
     emit(report, args.out)
     return 0

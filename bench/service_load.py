@@ -47,7 +47,7 @@ from .corpus import iter_pages, write_jsonl
 from .cpu import cpu_seconds
 from .report import emit
 
-__all__ = ["OpenLoop", "main", "similar_queries"]
+__all__ = ["OpenLoop", "announced_url", "main", "percentile", "similar_queries"]
 
 _THREADS = 4
 #: queries a follower answers before the run starts: its first ones warm its caches
@@ -154,15 +154,18 @@ def _start(state: Path, corpus: Path, http_on: bool) -> tuple[subprocess.Popen[b
     if http_on:
         command += ["--http", "127.0.0.1:0"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE)
-    base = None
-    if http_on:
-        assert process.stderr is not None
-        line = process.stderr.readline().decode()
-        found = re.search(r"serving (http://\S+)", line)
-        if found is None:
-            raise RuntimeError(f"no service address from neardup run: {line!r}")
-        base = found.group(1)
-    return process, base
+    return process, announced_url(process, "neardup run") if http_on else None
+
+
+def announced_url(process: subprocess.Popen[bytes], who: str) -> str:
+    """The address a neardup process started with ``--http`` says it serves, on the first
+    line of its standard error (``neardup: serving URL``)."""
+    assert process.stderr is not None
+    line = process.stderr.readline().decode(errors="replace")
+    found = re.search(r"neardup: serving (http://\S+)", line)
+    if found is None:
+        raise RuntimeError(f"no service address from {who}: {line!r}")
+    return found.group(1)
 
 
 def _finish(process: subprocess.Popen[bytes], started: float) -> float:
@@ -221,8 +224,7 @@ def _ingest_queried(
             _neardup("serve", "--state", str(state), "--http", "127.0.0.1:0"),
             stderr=subprocess.PIPE,
         )
-        assert serving.stderr is not None
-        base: str | None = serving.stderr.readline().decode().split()[-1]
+        base: str | None = announced_url(serving, "neardup serve")
         assert base is not None
         warm = _Client(base)
         for body in bodies[-_WARM_UP:]:  # not among the measured queries' first
@@ -248,9 +250,7 @@ def _closed_loop(state: Path, bodies: list[bytes], seconds: float) -> float:
         _neardup("serve", "--state", str(state), "--http", "127.0.0.1:0"), stderr=subprocess.PIPE
     )
     try:
-        assert process.stderr is not None
-        base = process.stderr.readline().decode().split()[-1]
-        client = _Client(base)
+        client = _Client(announced_url(process, "neardup serve"))
         done = [0]
         lock = threading.Lock()
         stop = time.perf_counter() + seconds
@@ -288,7 +288,7 @@ def similar_queries(lines: list[str], count: int, seed: int) -> list[bytes]:
     return bodies
 
 
-def _percentile(values: Any, q: float) -> float | None:
+def percentile(values: Any, q: float) -> float | None:
     return round(float(np.percentile(values, q)), 2) if len(values) else None
 
 
@@ -373,16 +373,16 @@ def main(argv: list[str] | None = None) -> int:
         "query_slowdown": _slowdown(queried, plain),
         "queries_answered": len(latencies),
         "queries_failed": failures,
-        "query_p50_ms": _percentile(ms, 50),
-        "query_p99_ms": _percentile(ms, 99),
-        "query_p99_ms_after_start": _percentile(own_steady_ms, 99),
+        "query_p50_ms": percentile(ms, 50),
+        "query_p99_ms": percentile(ms, 99),
+        "query_p99_ms_after_start": percentile(own_steady_ms, 99),
         "followed_seconds": [round(s, 2) for s in followed],
         "follower_slowdown": _slowdown(followed, plain),
         "follower_queries_answered": len(follower_latencies),
         "follower_queries_failed": follower_failures,
-        "follower_p50_ms": _percentile(follower_ms, 50),
-        "follower_p99_ms": _percentile(follower_ms, 99),
-        "follower_p99_ms_after_start": _percentile(steady_ms, 99),
+        "follower_p50_ms": percentile(follower_ms, 50),
+        "follower_p99_ms": percentile(follower_ms, 99),
+        "follower_p99_ms_after_start": percentile(steady_ms, 99),
         "follower_cpu_seconds": follower_cpu,
         "follower_cpu_ms_per_query": (
             round(1000 * sum(follower_cpu) / len(follower_latencies), 2)
