@@ -403,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
 
         rate, rss = measure(backlog_throughput)
         if args.query_rate:
-            bodies = similar_queries([v.decode() for _, v in pages], 2000, args.seed)
+            count = min(2000, len(pages))  # a small corpus has fewer pages to edit
+            bodies = similar_queries([v.decode() for _, v in pages], count, args.seed)
             queried, latencies, unanswered = measure(queried_throughput, bodies, args.query_rate)
         live = measure(live_throughput)
         p50, p99, measured = measure(latency, rate / 2)
