@@ -100,7 +100,10 @@ class KeyFilter:
         """The filter as bytes, for ``from_bytes``."""
         parts = [_MAGIC, len(self._stages).to_bytes(4, "little")]
         for stage in self._stages:
-            parts += [_STAGE.pack(stage.capacity, stage.count), stage.words.astype(_WORD).tobytes()]
+            parts += [
+                _STAGE.pack(stage.capacity, stage.count),
+                stage.words.astype(_WORD, copy=False).tobytes(),
+            ]
         return b"".join(parts)
 
     @classmethod

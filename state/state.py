@@ -97,7 +97,7 @@ class State:
         self._filters = store.writer_log() is None
         # read before anything is written here: a kept filter is used only if nothing was
         self._opened_at = store.sequence()
-        self._kept_filters = _kept_filters(store) if self._filters else {}
+        self._kept_filters = _kept_filters(store, self._opened_at) if self._filters else {}
         self._kept_tables = frozenset(self._kept_filters)
         self.settings = check_or_store_settings(store, settings)
         self._key_filters: dict[IndexTable, KeyFilter] = {}
@@ -211,9 +211,9 @@ class State:
         self.close()
 
 
-def _kept_filters(store: Store) -> dict[IndexTable, bytes]:
-    """The key filters kept when the state was last closed, if nothing was written since."""
-    sequence = store.sequence()
+def _kept_filters(store: Store, sequence: int | None) -> dict[IndexTable, bytes]:
+    """The key filters kept when the state was last closed, if nothing was written since
+    (``sequence``: the store's now)."""
     if sequence is None:
         return {}
     kept: dict[IndexTable, bytes] = {}

@@ -84,8 +84,8 @@ def run(
                 listener.dead_letter(letter.reason)
         if pages is not None:
             prepared, preparing = pages.result()
-            decoding = time.perf_counter()
             if isinstance(prepared, bytes):
+                decoding = time.perf_counter()
                 prepared = decode_batch(prepared, state.settings)
                 preparing += time.perf_counter() - decoding
             view, result = detector.stage(prepared)
