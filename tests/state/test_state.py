@@ -758,6 +758,34 @@ def test_a_follower_walks_a_table_on_after_its_writer_compacted_it_away(
         writer.close()
 
 
+@pytest.mark.skipif(
+    not Path("/proc/sys/kernel/ns_last_pid").exists(), reason="Linux's last-pid counter"
+)
+def test_a_follower_catches_up_with_new_table_files_without_starting_threads(
+    tmp_path: Path,
+) -> None:
+    """A catch-up that meets flushed files opens their handlers in its own thread: RocksDB's
+    default starts 16 threads per version edit, and the caller (holding the interpreter
+    lock) waits for them. Threads are counted by the system's last process id, which each
+    new thread moves on; the fewest of three catch-ups is kept (other processes move it too)."""
+    writer = RocksDBStore(tmp_path / "state")
+    follower = RocksDBStore(tmp_path / "state", follow=True)
+    last_pid = Path("/proc/sys/kernel/ns_last_pid")
+    started = []
+    try:
+        for round_ in range(3):
+            writer.write({table: {b"k%d" % round_: b"v"} for table in ("docs", "urls", "meta")})
+            writer.disk_bytes()  # flushes every table: one version edit each
+            before = int(last_pid.read_text())
+            follower.catch_up()
+            started.append(int(last_pid.read_text()) - before)
+            assert follower.get("urls", b"k%d" % round_) == b"v"
+    finally:
+        follower.close()
+        writer.close()
+    assert min(started) < 4, started
+
+
 def test_url_histories_keep_every_version_once_in_time_order(tmp_path: Path) -> None:
     def micros(*seconds: int) -> list[int]:
         return [second * 1_000_000 for second in seconds]
