@@ -1,8 +1,8 @@
 """The service under load: ``python -m bench.service_load``.
 
 On a state of ``--docs`` documents (default 100k), a further ``--more`` documents are
-ingested at full speed (``neardup run``, ``--prepare process``), three ways, from copies of
-the same state, in rounds:
+ingested at full speed (``neardup run``, ``--prepare process``, or as ``--prepare`` says),
+three ways, from copies of the same state, in rounds:
 
 * plain: no service;
 * scraped: ``--http``, with /metrics scraped every second (Prometheus scrapes every 15 s by
@@ -149,8 +149,10 @@ class OpenLoop:
             i += _THREADS
 
 
-def _start(state: Path, corpus: Path, http_on: bool) -> tuple[subprocess.Popen[bytes], str | None]:
-    command = _neardup("run", "--quiet", "--state", str(state), str(corpus))
+def _start(
+    state: Path, corpus: Path, http_on: bool, prepare: str
+) -> tuple[subprocess.Popen[bytes], str | None]:
+    command = _neardup("run", "--quiet", "--prepare", prepare, "--state", str(state), str(corpus))
     if http_on:
         command += ["--http", "127.0.0.1:0"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE)
@@ -175,15 +177,15 @@ def _finish(process: subprocess.Popen[bytes], started: float) -> float:
     return time.perf_counter() - started
 
 
-def _ingest_plain(state: Path, corpus: Path) -> float:
+def _ingest_plain(state: Path, corpus: Path, prepare: str) -> float:
     started = time.perf_counter()
-    process, _ = _start(state, corpus, False)
+    process, _ = _start(state, corpus, False, prepare)
     return _finish(process, started)
 
 
-def _ingest_scraped(state: Path, corpus: Path) -> tuple[float, int]:
+def _ingest_scraped(state: Path, corpus: Path, prepare: str) -> tuple[float, int]:
     started = time.perf_counter()
-    process, base = _start(state, corpus, True)
+    process, base = _start(state, corpus, True, prepare)
     assert base is not None
     client = _Client(base)
     scrapes = [0]
@@ -211,7 +213,12 @@ def _ingest_scraped(state: Path, corpus: Path) -> tuple[float, int]:
 
 
 def _ingest_queried(
-    state: Path, corpus: Path, bodies: list[bytes], rate: float, follower: bool = False
+    state: Path,
+    corpus: Path,
+    prepare: str,
+    bodies: list[bytes],
+    rate: float,
+    follower: bool = False,
 ) -> tuple[float, list[tuple[float, float]], int, float | None]:
     """Ingestion while queries go to the run's own service, or (``follower``) to a
     `neardup serve` process reading the same state, already answering (it has answered
@@ -231,7 +238,7 @@ def _ingest_queried(
             warm.post("/api/v1/similar", body)
         follower_cpu = cpu_seconds(serving.pid)
     started = time.perf_counter()
-    process, own = _start(state, corpus, not follower)
+    process, own = _start(state, corpus, not follower, prepare)
     base = base if follower else own
     assert base is not None
     load = OpenLoop(base, bodies, rate, lambda: process.poll() is None).start()
@@ -305,6 +312,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path)
     parser.add_argument(
+        "--prepare",
+        choices=("process", "thread"),
+        default="process",
+        help="neardup run's --prepare (thread: ingestion leaves part of the second core idle)",
+    )
+    parser.add_argument(
         "--kinds",
         default=",".join(_KINDS),
         help="the ways to ingest, comma-separated (plain is always run: it is the reference)",
@@ -319,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         write_jsonl(pages, str(more_corpus))
         built = work / "built"
         print(f"building the {args.docs}-document state ...", file=sys.stderr)
-        build_seconds = _ingest_plain(built, base_corpus)
+        build_seconds = _ingest_plain(built, base_corpus, args.prepare)
         bodies = similar_queries(base_corpus.read_text("utf-8").splitlines(), 2000, args.seed)
         plain: list[float] = []
         scraped: list[float] = []
@@ -334,17 +347,19 @@ def main(argv: list[str] | None = None) -> int:
                 state = work / f"{kind}-{round_}"
                 shutil.copytree(built, state)
                 if kind == "plain":
-                    plain.append(_ingest_plain(state, more_corpus))
+                    plain.append(_ingest_plain(state, more_corpus, args.prepare))
                 elif kind == "scraped":
-                    scraped.append(_ingest_scraped(state, more_corpus)[0])
+                    scraped.append(_ingest_scraped(state, more_corpus, args.prepare)[0])
                 elif kind == "queried":
-                    seconds, lat, failed, _ = _ingest_queried(state, more_corpus, bodies, args.rate)
+                    seconds, lat, failed, _ = _ingest_queried(
+                        state, more_corpus, args.prepare, bodies, args.rate
+                    )
                     queried.append(seconds)
                     latencies += lat
                     failures += failed
                 else:
                     seconds, lat, failed, cpu = _ingest_queried(
-                        state, more_corpus, bodies, args.rate, follower=True
+                        state, more_corpus, args.prepare, bodies, args.rate, follower=True
                     )
                     assert cpu is not None
                     follower_cpu.append(round(cpu, 2))
@@ -365,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         "more": args.more,
         "rate": args.rate,
         "rounds": args.rounds,
+        "prepare": args.prepare,
         "build_seconds": round(build_seconds, 2),
         "plain_seconds": [round(s, 2) for s in plain],
         "scraped_seconds": [round(s, 2) for s in scraped],
