@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         "--prepare",
         choices=("process", "thread"),
         default="process",
-        help="neardup run's --prepare (thread: ingestion leaves part of the second core idle)",
+        help="neardup run's --prepare: process (its default) or thread",
     )
     parser.add_argument(
         "--kinds",
