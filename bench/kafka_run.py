@@ -41,14 +41,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from tests.support import tansu
 
 from .corpus import generate
 from .report import emit
-from .service_load import OpenLoop, announced_url, percentile, similar_queries
+from .service_load import OpenLoop, announced_url, latencies_ms, percentile, similar_queries
 
 _WORKER_START_SECONDS = 60.0
 _SETTLE_SECONDS = 600.0
@@ -58,10 +57,6 @@ _END_POLL_SECONDS = 0.25
 _QUIET_SECONDS = 2.0
 #: how often the backlog run looks for the worker's first prepared batch
 _FIRST_POLL_SECONDS = 0.01
-#: seconds from the first query within which queries may meet the start of the worker's
-#: front (a ``serve`` child, started at the first state query it answers as the detector's
-#: holder): p99 is reported with and without them, as ``bench.service_load`` does
-_FRONT_START = 1.0
 
 Pages = list[tuple[str, bytes]]
 Clusters = set[frozenset[str]]
@@ -420,8 +415,9 @@ def main(argv: list[str] | None = None) -> int:
         "latency_documents": measured,
     }
     if args.query_rate:
-        ms = np.array([spent for _, spent in latencies]) * 1000
-        steady = np.array([spent for due, spent in latencies if due >= _FRONT_START]) * 1000
+        ms = latencies_ms(latencies)
+        # the queries of the first second may meet the start of the worker's front
+        steady = latencies_ms(latencies, skip_start=True)
         report |= {
             "query_rate": args.query_rate,
             "docs_per_second_queried": round(queried, 1),

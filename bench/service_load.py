@@ -41,21 +41,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from neardup.streams.service.wire import EXCHANGE_FAILURES, KeptAlive
 
 from .corpus import iter_pages, write_jsonl
 from .cpu import cpu_seconds
 from .report import emit
 
-__all__ = ["OpenLoop", "announced_url", "main", "percentile", "similar_queries"]
+__all__ = ["OpenLoop", "announced_url", "latencies_ms", "main", "percentile", "similar_queries"]
 
 _THREADS = 4
 #: queries a follower answers before the run starts: its first ones warm its caches
 _WARM_UP = 100
-#: seconds from the first query within which queries meet the start of the run's front (a
-#: ``serve`` child, started at the first query: up to 0.8 s on the 100k state): latency is
-#: reported with and without them (until 2026-11-26 timed from the run's process start,
-#: 0.3-0.4 s before the first query)
+#: seconds from the first query within which queries meet the start of a runtime's front (a
+#: ``serve`` child of a run or a worker, started at the first state query: up to 0.8 s on
+#: the 100k state): latency is reported with and without them (until 2026-11-26 timed from
+#: the run's process start, 0.3-0.4 s before the first query)
 _START = 1.0
 _KINDS = ("plain", "scraped", "queried", "followed")
 
@@ -295,6 +296,14 @@ def similar_queries(lines: list[str], count: int, seed: int) -> list[bytes]:
     return bodies
 
 
+def latencies_ms(
+    latencies: list[tuple[float, float]], skip_start: bool = False
+) -> npt.NDArray[np.float64]:
+    """``OpenLoop.latencies`` in milliseconds (an array); with ``skip_start``, only those of
+    the queries due once a runtime's front has started (``_START``)."""
+    return np.array([spent for due, spent in latencies if not skip_start or due >= _START]) * 1000
+
+
 def percentile(values: Any, q: float) -> float | None:
     return round(float(np.percentile(values, q)), 2) if len(values) else None
 
@@ -370,11 +379,11 @@ def main(argv: list[str] | None = None) -> int:
                 if kind != kinds[-1] or round_ < args.rounds - 1:
                     shutil.rmtree(state)
         capacity = _closed_loop(work / f"{kinds[-1]}-{args.rounds - 1}", bodies, 20.0)
-    ms = np.array([spent for _, spent in latencies]) * 1000
-    follower_ms = np.array([spent for _, spent in follower_latencies]) * 1000
-    steady_ms = np.array([spent for due, spent in follower_latencies if due >= _START]) * 1000
+    ms = latencies_ms(latencies)
+    follower_ms = latencies_ms(follower_latencies)
+    steady_ms = latencies_ms(follower_latencies, skip_start=True)
     # the run's own address waits about a second for its front (a `serve` child) to start
-    own_steady_ms = np.array([spent for due, spent in latencies if due >= _START]) * 1000
+    own_steady_ms = latencies_ms(latencies, skip_start=True)
     report: dict[str, Any] = {
         "docs": args.docs,
         "more": args.more,
