@@ -17,6 +17,7 @@ import msgspec
 import xxhash
 
 from .exceptions import BadRecordError
+from .markup import check_markup
 
 __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",
@@ -109,6 +110,7 @@ def page_from_mapping(record: Any) -> Page:
         raise BadRecordError("bad_field", "'fetched_at' must be an ISO-8601 string")
     if content_type is not None and not isinstance(content_type, str):
         raise BadRecordError("bad_field", "'content_type' must be a string")
+    check_markup(content, content_type or "")
     return Page(
         url=url,
         content=content,
@@ -147,3 +149,9 @@ def _standard_json(line: bytes | str) -> Any:
         return json.loads(line)
     except (json.JSONDecodeError, RecursionError) as error:
         raise BadRecordError("not_json", f"the record is not JSON: {error}") from error
+    except ValueError as error:
+        # valid JSON that Python will not hold, such as an integer of over 4,300 digits
+        # (sys.get_int_max_str_digits): refused whatever field it is in
+        raise BadRecordError(
+            "bad_number", f"the record holds a number out of range: {error}"
+        ) from error

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import BadRecordError, Page, page_from_json, page_from_mapping
@@ -56,3 +57,12 @@ def test_fetched_at_format_is_the_fixed_width_form(moment: datetime) -> None:
         f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:"
         f"{moment.minute:02d}:{moment.second:02d}.{moment.microsecond:06d}Z"
     )
+
+
+@pytest.mark.parametrize("field", ["url", "content", "views"])
+def test_an_integer_too_long_for_python_is_a_bad_record_in_any_field(field: str) -> None:
+    record = {"url": "https://a/", "content": "text"}
+    line = json.dumps(record)[:-1] + f', "{field}": ' + "9" * 100_000 + "}"
+    with pytest.raises(BadRecordError) as raised:
+        page_from_json(line.encode())
+    assert raised.value.reason == "bad_number"
