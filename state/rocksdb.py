@@ -269,6 +269,11 @@ def _remove_dead_followers_dirs() -> None:
             continue  # alive, another user's
 
 
+#: what a follower's view of the state leaves out: rocksdict's file of its own (rocksdict
+#: writes one into the directory it opens), the writer's lock and RocksDB's logs
+_NOT_LINKED = frozenset({"rocksdict-config.json", "LOCK"})
+
+
 class RocksDBStore(Store):
     """State in a RocksDB directory; a second process opening the same directory is refused.
 
@@ -299,10 +304,19 @@ class RocksDBStore(Store):
             _remove_dead_followers_dirs()
             self._follower_dir = tempfile.mkdtemp(prefix=f"{_FOLLOWER_PREFIX}{os.getpid()}-")
             access = AccessType.secondary(self._follower_dir)
+        # a follower opens a view of the state: a directory of links to its files, in its
+        # own temporary directory, so that nothing is written into the state's (rocksdict
+        # writes a file of its own where it opens, which also fails on read-only media)
+        self._view: Path | None = None
+        self._linked: set[str] = set()
         self._opened_manifest = self._manifest() if follow else ("", -1)
         # the writer's log as ``writer_log`` last gave it, and its file's name
         self._last_log: tuple[tuple[str, int], str] = (("", -1), "")
         try:
+            if follow:
+                self._view = Path(self._follower_dir or "") / "view"
+                self._view.mkdir()
+                self._link_new_files()
             cache = Cache(tuning.block_cache_bytes)
             # RocksDB opens a database only with all of its column families: a table an older
             # version kept is opened too (and left alone), so that the format check can speak
@@ -322,7 +336,7 @@ class RocksDBStore(Store):
                 # second in a worker's front, its catch-ups 58 ms (p50) for 27 ms of CPU
                 database.set_max_file_opening_threads(1)
             self._db: Any = Rdict(
-                str(self.path),
+                str(self._view or self.path),
                 database,
                 column_families={
                     name: _options(
@@ -377,8 +391,25 @@ class RocksDBStore(Store):
         it; a writer's failure is not that."""
         if not self.follower or self._db is None:
             return False
+        self._link_new_files()
         self._db.try_catch_up_with_primary()
         return True
+
+    def _link_new_files(self) -> None:
+        """Link the files the writer made since into the follower's view, before a catch-up
+        reads the manifest that names them; drop the links of the files it deleted."""
+        if self._view is None:
+            return
+        present = {
+            name
+            for name in os.listdir(self.path)
+            if name not in _NOT_LINKED and not name.startswith("LOG")
+        }
+        for name in present - self._linked:
+            os.symlink(self.path.absolute() / name, self._view / name)
+        for name in self._linked - present:
+            (self._view / name).unlink(missing_ok=True)
+        self._linked = present
 
     def items(self, table: Table) -> Iterator[tuple[bytes, bytes]]:
         for key, value in self._walk(table, b"", _total_order()):
@@ -459,11 +490,15 @@ class RocksDBStore(Store):
                 else:
                     batch.put(key, value, handle)
         if len(batch):
-            self._db.write(batch)
+            try:
+                self._db.write(batch)
+            except Exception as error:
+                raise self._failed_with(error) from error
 
     def catch_up(self) -> None:
         # a writer sees its own writes already
         if self.follower and self._db is not None:
+            self._link_new_files()
             self._db.try_catch_up_with_primary()
 
     def outdated(self) -> bool:
@@ -512,12 +547,30 @@ class RocksDBStore(Store):
             return "", -1
 
     def flush_in_background(self) -> None:
-        if self.follower:
+        if self.follower or self.failed is not None:
             return
         # closing flushes each table in turn while the caller waits; started early, the
         # flushes run in RocksDB's threads beside whatever comes next
-        for table in TABLES:
-            self._family(table).flush(wait=False)
+        families = [self._family(table) for table in TABLES]
+        try:
+            for family in families:
+                family.flush(wait=False)
+        except Exception as error:
+            raise self._failed_with(error) from error
+
+    def _failed_with(self, error: Exception) -> StateError:
+        """The error a write met, as the one error the caller sees: RocksDB refuses every
+        later write ("Writer has previous error") until the state is opened again, and the
+        batches written before it are kept."""
+        if "No space left on device" in str(error):
+            problem = StateError(
+                f"the disk holding the state in {self.path} is full: free some space and run "
+                f"again (what was written before is kept) [{error}]"
+            )
+        else:
+            problem = StateError(f"cannot write the state in {self.path}: {error}")
+        self.failed = problem
+        return problem
 
     def disk_bytes(self, flush: bool = True) -> int:
         if flush and self._db is not None and not self.follower:
@@ -546,14 +599,20 @@ class RocksDBStore(Store):
     def close(self) -> None:
         if self._db is None:
             return
-        for family in self._families.values():
-            family.close()
-        self._families.clear()
-        self._handles.clear()
-        self._db.close()
-        self._db = None
-        gc.collect()  # rocksdict releases the directory lock only when the handles are freed
-        self._remove_follower_dir()
+        database, self._db = self._db, None
+        try:
+            for family in self._families.values():
+                family.close()
+            database.close()
+        except Exception as error:
+            if self.failed is None:  # else the trouble a write met, already raised
+                raise self._failed_with(error) from error
+        finally:
+            self._families.clear()
+            self._handles.clear()
+            del database
+            gc.collect()  # rocksdict releases the directory lock only when the handles are freed
+            self._remove_follower_dir()
 
     def _remove_follower_dir(self) -> None:
         if self._follower_dir is not None:

@@ -184,7 +184,7 @@ class State:
         while a writer ran: each leaves a later sequence, and the keys are read again).
         Reading 3 million keys took 1.1 s at each opening of a 100k-document state."""
         sequence = self.store.sequence()
-        if sequence is None or not self._filters:
+        if sequence is None or not self._filters or self.store.failed is not None:
             return
         if sequence == self._opened_at and self._key_filters.keys() <= self._kept_tables:
             return  # nothing written, no filter read from the keys: the kept ones still hold

@@ -43,6 +43,9 @@ Changes = Mapping[Table, Mapping[bytes, bytes | None]]
 class Store(abc.ABC):
     """Named tables of bytes -> bytes. Reads see every completed ``write``."""
 
+    #: the error a write met (a full disk), after which the store takes no more writes
+    failed: StateError | None = None
+
     @abc.abstractmethod
     def get(self, table: Table, key: bytes) -> bytes | None:
         """The value of one key, or None."""

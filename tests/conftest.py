@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import time
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.support.processes import venv_processes
 
 settings.register_profile(
     "ci",
@@ -15,3 +21,24 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=300)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+#: how long processes a test stopped may take to end before they count as left behind
+_LEFT_WAIT_SECONDS = 10.0
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The suite leaves no process of its virtual environment behind: what a test started
+    and did not stop fails the session (and is stopped here)."""
+    deadline = time.monotonic() + _LEFT_WAIT_SECONDS
+    while (left := venv_processes()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if not left:
+        return
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    lines = "\n".join(f"  {pid}: {line}" for pid, line in sorted(left.items()))
+    session.config.get_terminal_writer().line(
+        f"processes left behind by the test suite (now killed):\n{lines}", red=True
+    )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

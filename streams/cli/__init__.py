@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from neardup.core import NeardupError
 
+from ..running.stopping import Stopped, StopSignals
 from .commands import COMMANDS, Command
 from .options import resolve_environment
 
@@ -47,10 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     command: Command = args.command
     try:
-        resolve_environment(command.options, args)
-        return command.run(args)
+        with StopSignals():
+            resolve_environment(command.options, args)
+            return command.run(args)
     except NeardupError as error:
         print(f"neardup: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except Stopped as stop:  # SIGTERM or SIGINT: no traceback, the shell's status
+        return stop.exit_status

@@ -16,7 +16,7 @@ from neardup.core import DEFAULT_MAX_RECORD_BYTES, Settings
 from ..kafka.config import WorkerConfig
 from ..kafka.topics import DEAD_LETTER_TOPIC, EVENTS_TOPIC, PAGES_TOPIC
 from ..running.embedded import DEFAULT_BATCH_SIZE
-from ..running.prepare_work import PREPARE_MODES
+from ..running.prepare_work import DEFAULT_BATCH_BYTES, PREPARE_MODES
 from ..running.progress import DEFAULT_STATS_EVERY
 from ..service import parse_address
 from . import handlers
@@ -148,6 +148,15 @@ _BATCH_SIZE = Option(
     default=DEFAULT_BATCH_SIZE,
     metavar="N",
 )
+_BATCH_BYTES = Option(
+    "batch_bytes",
+    "content characters per batch, at most (a larger page is a batch of its own): bounds "
+    "the memory preparing a batch takes",
+    flags=("--batch-bytes",),
+    convert=to_int,
+    default=DEFAULT_BATCH_BYTES,
+    metavar="N",
+)
 
 
 def _address(value: str) -> tuple[str, int]:
@@ -236,6 +245,7 @@ COMMANDS = (
                 metavar="N",
             ),
             _BATCH_SIZE,
+            _BATCH_BYTES,
             _MAX_RECORD_BYTES,
             Option("quiet", "no progress and no summary", flags=("--quiet",), switch=True),
             _HTTP,
@@ -425,6 +435,7 @@ COMMANDS = (
             ),
             _PREPARE,
             with_flags(_BATCH_SIZE, "--batch-size", help="pages prepared together"),
+            _BATCH_BYTES,
             _MAX_RECORD_BYTES,
             Option(
                 "loglevel",

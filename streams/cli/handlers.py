@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from neardup.core import BadRecordError, NeardupError, Page, Settings, page_from_json
+from neardup.core.markup import check_markup
 from neardup.state import State
 
 from ..kafka.config import WorkerConfig, detector_dir
 from ..running import embedded, queries, reports
+from ..running.inputs import DeadLetter, check_inputs
 from ..running.progress import Progress, RunObserver, StatsLog
+from ..running.stopping import StopSignals
 from ..service import OWN_TOKEN_ENV, FollowedState, Fronted, LiveState, Relay, Service
 
 __all__ = [
@@ -86,16 +89,30 @@ def _print_json(value: Any, out: IO[str] | None = None) -> None:
 
 
 def _existing_state(path: str) -> State:
-    if not Path(path).exists():
+    """The state in ``path`` (a run's directory, or a worker's: its ``detector/``), opened
+    to read beside any writer: a follower, which creates and changes nothing there, so it
+    also reads a copy on read-only media."""
+    directory = _state_dir(Path(path))
+    if not (directory / "CURRENT").exists():
         raise NeardupError(
             f"there is no state in {path}: run `neardup run --state {path} INPUT` first"
         )
-    return State.open(path)
+    return State.follow(directory)
+
+
+def _state_dir(path: Path) -> Path:
+    """``path``, or the detector's state in it when it is a worker's directory."""
+    if not (path / "CURRENT").exists() and (detector_dir(path) / "CURRENT").exists():
+        return detector_dir(path)
+    return path
 
 
 def run(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise NeardupError(f"--batch-size {args.batch_size} must be at least 1")
+    if args.batch_bytes < 1:
+        raise NeardupError(f"--batch-bytes {args.batch_bytes} must be at least 1")
+    check_inputs(args.inputs)
     if args.stats_every < 1:
         raise NeardupError(f"--stats-every {args.stats_every} must be at least 1")
     with ExitStack() as stack:
@@ -113,20 +130,25 @@ def run(args: argparse.Namespace) -> int:
             # the files as they are: a flush per line would change the run it measures
             state_bytes = functools.partial(state.store.disk_bytes, flush=False)
             observers.append(StatsLog(stats, args.stats_every, state_bytes))
+        signals = stack.enter_context(StopSignals(anywhere=False))
         summary = embedded.run(
             state,
             args.inputs,
             events=events,
             dead_letters=dead,
             batch_size=args.batch_size,
+            batch_bytes=args.batch_bytes,
             max_record_bytes=args.max_record_bytes,
             observers=observers,
             prepare=args.prepare,
             listeners=() if service is None else service.listeners,
+            signals=signals,
         )
         if not args.quiet:
             print(summary.describe(), file=sys.stderr)
         # a snapshot: replaces what the file held
+        if summary.stopped_by is not None:
+            return 128 + signal.Signals[summary.stopped_by].value
         clusters_out = _open_output(stack, args.clusters, "w")
         if clusters_out is not None:
             for line in reports.cluster_lines(state):
@@ -157,10 +179,7 @@ def _serve_while_running(
 
 def serve(args: argparse.Namespace) -> int:
     """Serve a state directory (a run's, or a worker's detector) until SIGTERM/SIGINT."""
-    path = Path(args.state)
-    if not (path / "CURRENT").exists() and (detector_dir(path) / "CURRENT").exists():
-        path = detector_dir(path)
-    source = FollowedState(path)
+    source = FollowedState(_state_dir(Path(args.state)))
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
@@ -200,10 +219,12 @@ def query(args: argparse.Namespace) -> int:
         if target != "-" and not os.path.exists(target) and "://" in target:
             _print_json(queries.lost_and_found(state, target, args.limit))
             return 0
+        check_inputs([target])
         raw = sys.stdin.buffer.read() if target == "-" else Path(target).read_bytes()
         page = Page(
             url=target, content=raw.decode("utf-8", "replace"), content_type=args.content_type
         )
+        check_markup(page.content, page.content_type)
         for line in reports.similar_to_content(
             state, page, args.limit, args.min_resemblance, args.containment, args.excerpts
         ):
@@ -220,18 +241,26 @@ def history(args: argparse.Namespace) -> int:
 def fold(args: argparse.Namespace) -> int:
     """One group per line, in the order of their heads."""
     items: list[str | Page] = []
+    check_inputs([args.ranked])
     with _input(args.ranked) as lines:
         for number, line in enumerate(lines, start=1):
             text = line.strip()
             if not text:
                 continue
-            if text.startswith(b"{"):
-                try:
-                    items.append(page_from_json(text))
-                except BadRecordError as error:
-                    raise NeardupError(f"{args.ranked} line {number}: {error}") from error
-            else:
+            if not text.startswith(b"{"):
                 items.append(text.decode("utf-8", "replace"))
+                continue
+            try:
+                items.append(page_from_json(text))
+            except BadRecordError as error:  # left out of the folding, and said why
+                letter = DeadLetter(
+                    args.ranked,
+                    f"line {number}",
+                    error.reason,
+                    str(error),
+                    text[:512].decode("utf-8", "replace"),
+                )
+                _print_json(letter.to_json(), sys.stderr)
     if len(items) > args.max_items:
         raise NeardupError(f"{len(items)} items to fold, over --max-items {args.max_items}")
     with _existing_state(args.state) as state:
@@ -271,6 +300,7 @@ def clusters(args: argparse.Namespace) -> int:
 def publish(args: argparse.Namespace) -> int:
     from ..kafka import client
 
+    check_inputs(args.inputs)
     summary = client.publish(args.broker, args.pages_topic, args.inputs, args.max_record_bytes)
     for letter in summary.refused:
         print(json.dumps(letter.to_json(), ensure_ascii=False), file=sys.stderr)
@@ -302,6 +332,7 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         app_id=args.app_id,
         settings=settings_for(detector_dir(state_dir), args) or _stored_or_default(state_dir),
         batch_size=args.batch_size,
+        batch_bytes=args.batch_bytes,
         max_record_bytes=args.max_record_bytes,
         prepare=args.prepare,
         http=args.http,

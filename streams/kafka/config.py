@@ -8,7 +8,7 @@ from pathlib import Path
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
 
 from ..running.embedded import DEFAULT_BATCH_SIZE
-from ..running.prepare_work import PREPARE_MODES, PrepareMode
+from ..running.prepare_work import DEFAULT_BATCH_BYTES, PREPARE_MODES, PrepareMode
 from .topics import (
     DEAD_LETTER_TOPIC,
     EVENTS_TOPIC,
@@ -44,6 +44,8 @@ class WorkerConfig:
     #: pages prepared together (vectorised), and the longest wait to fill a batch (seconds)
     batch_size: int = DEFAULT_BATCH_SIZE
     batch_wait: float = 0.2
+    #: content characters prepared together, at most (a larger page alone): bounds memory
+    batch_bytes: int = DEFAULT_BATCH_BYTES
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     rebalance_timeout: float = 4.0
     #: where pages are prepared: "process" (a child process: two cores) or "thread"
@@ -119,10 +121,10 @@ class WorkerConfig:
                 f"prepare={self.prepare!r}: use one of {', '.join(PREPARE_MODES)} (process "
                 "prepares pages in a child process, thread in the worker's own)"
             )
-        if self.batch_size < 1 or self.batch_wait <= 0:
+        if self.batch_size < 1 or self.batch_wait <= 0 or self.batch_bytes < 1:
             raise NeardupError(
-                f"batch_size={self.batch_size}, batch_wait={self.batch_wait}: "
-                "use a positive batch size and wait"
+                f"batch_size={self.batch_size}, batch_wait={self.batch_wait}, "
+                f"batch_bytes={self.batch_bytes}: use a positive batch size, wait and bytes"
             )
         for name in (self.pages_topic, self.events_topic, self.dead_letter_topic, self.app_id):
             if not name or any(c in name for c in " /\\,"):

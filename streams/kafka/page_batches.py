@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from neardup.core import BadRecordError, Page, page_from_json
+from collections.abc import Iterator
+
+from neardup.core import BadRecordError, Page, PreparedDoc, Preparer, page_from_json
 from neardup.core.prepared_codec import encode_document, frame
 
-from ..running.prepare_work import preparer_for
+from ..running.prepare_work import DEFAULT_BATCH_BYTES, preparer_for
 
 __all__ = ["MESSAGE_BYTES", "Refusal", "prepare_messages"]
 
@@ -17,10 +19,15 @@ Refusal = tuple[int, str, str]
 
 
 def prepare_messages(
-    values: list[bytes], settings_json: str, max_record_bytes: int, limit: int = MESSAGE_BYTES
+    values: list[bytes],
+    settings_json: str,
+    max_record_bytes: int,
+    limit: int = MESSAGE_BYTES,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> tuple[list[bytes], list[Refusal]]:
     """Page messages (JSON) to prepared batches of at most ``limit`` bytes, in order, and the
-    refusals (bad JSON, a bad record, a document too large to send), by index."""
+    refusals (bad JSON, a bad record, a document too large to send), by index. Pages are
+    prepared a part of at most ``batch_bytes`` content characters at a time."""
     preparer = preparer_for(settings_json)
     pages: list[Page] = []
     positions: list[int] = []
@@ -37,7 +44,7 @@ def prepare_messages(
     messages: list[bytes] = []
     group: list[bytes] = []
     size = 0
-    for index, doc in zip(positions, preparer.prepare(pages), strict=True):
+    for index, doc in zip(positions, _prepared(preparer, pages, batch_bytes), strict=True):
         encoded = encode_document(doc)
         one = overhead + len(encoded)
         if one > limit:
@@ -58,3 +65,18 @@ def prepare_messages(
     if group:
         messages.append(frame(group, prepared_with))
     return messages, sorted(refused)
+
+
+def _prepared(preparer: Preparer, pages: list[Page], batch_bytes: int) -> Iterator[PreparedDoc]:
+    """The pages prepared in parts of at most ``batch_bytes`` content characters (or one
+    larger page): preparing takes many times a part's size in memory for a moment."""
+    part: list[Page] = []
+    held = 0
+    for page in pages:
+        if part and held + len(page.content) > batch_bytes:
+            yield from preparer.prepare(part)
+            part, held = [], 0
+        part.append(page)
+        held += len(page.content)
+    if part:
+        yield from preparer.prepare(part)

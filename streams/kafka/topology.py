@@ -197,6 +197,8 @@ def build_app(
                     values,
                     settings_json,
                     config.max_record_bytes,
+                    page_batches.MESSAGE_BYTES,
+                    config.batch_bytes,
                 )
                 if service is not None:
                     spent = time.perf_counter() - started

@@ -7,6 +7,7 @@ batch before them is detected.
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
@@ -18,9 +19,16 @@ from neardup.state import State
 
 from ..detection import BatchListener, Detector, encode_event
 from .inputs import DeadLetter, iter_records
-from .prepare_work import PrepareMode, executor, prepare_encoded_timed, prepare_pages_timed
+from .prepare_work import (
+    DEFAULT_BATCH_BYTES,
+    PrepareMode,
+    executor,
+    prepare_encoded_timed,
+    prepare_pages_timed,
+)
 from .progress import RunObserver
 from .run_summary import RunSummary
+from .stopping import Stopped, StopSignals
 
 __all__ = ["DEFAULT_BATCH_SIZE", "run"]
 
@@ -33,18 +41,25 @@ Prepared = tuple[list[PreparedDoc] | bytes, float]
 
 
 def _batches(
-    items: Iterable[Page | DeadLetter], size: int
+    items: Iterable[Page | DeadLetter], size: int, max_bytes: int
 ) -> Iterator[tuple[list[Page], list[DeadLetter]]]:
+    """Batches of at most ``size`` pages whose content holds at most ``max_bytes`` characters
+    (or one larger page), with the dead letters met on the way."""
     pages: list[Page] = []
     dead: list[DeadLetter] = []
+    held = 0
     for item in items:
         if isinstance(item, DeadLetter):
             dead.append(item)
         else:
+            if pages and held + len(item.content) > max_bytes:
+                yield pages, dead
+                pages, dead, held = [], [], 0
             pages.append(item)
+            held += len(item.content)
         if len(pages) >= size or len(dead) >= size:
             yield pages, dead
-            pages, dead = [], []
+            pages, dead, held = [], [], 0
     if pages or dead:
         yield pages, dead
 
@@ -54,6 +69,20 @@ def _all_records(inputs: Iterable[str], max_bytes: int) -> Iterator[Page | DeadL
         yield from iter_records(name, max_bytes)
 
 
+def _until_stopped(
+    records: Iterator[Page | DeadLetter], signals: StopSignals
+) -> Iterator[Page | DeadLetter]:
+    """The records until a stop is asked for: the input ends there, even while a read waits
+    on a pipe, and what was read before it is stored."""
+    while signals.requested is None:
+        try:
+            with signals.interruptible():
+                record = next(records)
+        except (StopIteration, Stopped):
+            return
+        yield record
+
+
 def run(
     state: State,
     inputs: Iterable[str],
@@ -61,16 +90,20 @@ def run(
     dead_letters: IO[str] | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
     observers: Sequence[RunObserver] = (),
     prepare: PrepareMode = "thread",
     listeners: Sequence[BatchListener] = (),
+    signals: StopSignals | None = None,
 ) -> RunSummary:
     """Process every input into the state; write events and dead letters as JSON Lines.
 
     ``prepare``: where pages are prepared while the batch before them is detected, "process"
     (a child process: a second core) or "thread" (this process; ``prepare_work`` says why a
     thread gains little). ``observers`` (``progress.py``) see the summary after every batch and
-    at the end; ``listeners`` (the service's metrics and dashboard) each batch and dead letter."""
+    at the end; ``listeners`` (the service's metrics and dashboard) each batch and dead letter.
+    ``signals``: a stop they ask for ends the input; what was read before it is stored, and
+    the summary says so (``RunSummary.stopped_by``)."""
     detector = Detector(state)
     summary = RunSummary()
     started = time.monotonic()
@@ -112,15 +145,20 @@ def run(
     )
     # The next batch is prepared (parsed, tokenised, sketched) while this one is ingested;
     # batches are still ingested one at a time, in input order.
+    records = _all_records(inputs, max_record_bytes)
+    if signals is not None:
+        records = _until_stopped(records, signals)
     with executor(prepare) as preparing:
         waiting: tuple[Future[Prepared] | None, list[DeadLetter]] | None = None
-        for pages, dead in _batches(_all_records(inputs, max_record_bytes), batch_size):
+        for pages, dead in _batches(records, batch_size, batch_bytes):
             ahead = preparing.submit(prepare_batch, pages, settings) if pages else None
             if waiting is not None:
                 finish(*waiting)
             waiting = (ahead, dead)
         if waiting is not None:
             finish(*waiting)
+    if signals is not None and signals.requested is not None:
+        summary.stopped_by = signal.Signals(signals.requested).name
     # the input is done: the state's buffered writes go to disk while the caller goes on
     state.store.flush_in_background()
     if events is not None:

@@ -7,20 +7,22 @@ was refused; nothing is dropped silently.
 from __future__ import annotations
 
 import codecs
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from neardup.core import (
     DEFAULT_MAX_RECORD_BYTES,
     BadRecordError,
+    NeardupError,
     Page,
     page_from_json,
     page_from_mapping,
 )
 
-__all__ = ["DeadLetter", "iter_records", "open_source"]
+__all__ = ["DeadLetter", "check_inputs", "iter_records", "open_source"]
 
 _EXCERPT = 512
 # lines are about 5 KB: a 256 KB buffer reads many per system call, the default 8 KB one
@@ -59,6 +61,20 @@ def _excerpt(raw: bytes) -> str:
 
 def open_source(name: str) -> IO[bytes]:
     return sys.stdin.buffer if name == "-" else open(name, "rb", buffering=_READ_BUFFER)
+
+
+def check_inputs(names: Iterable[str]) -> None:
+    """Refuse, before any is read, an input that is missing, a directory or unreadable: a
+    run would otherwise stop at it after storing the inputs before it."""
+    for name in names:
+        if name == "-":
+            continue
+        if not os.path.exists(name):
+            raise NeardupError(f"input {name}: no such file")
+        if os.path.isdir(name):
+            raise NeardupError(f"input {name} is a directory: give the files in it")
+        if not os.access(name, os.R_OK):
+            raise NeardupError(f"input {name} cannot be read (permission denied)")
 
 
 def _is_warc(name: str) -> bool:
@@ -116,19 +132,20 @@ def _lines(stream: IO[bytes], max_bytes: int) -> Iterator[bytes | DeadLetter]:
 
 
 def _warc_records(name: str, max_bytes: int) -> Iterator[Page | DeadLetter]:
-    from warcio.exceptions import ArchiveLoadFailed  # only WARC input needs warcio
-
     number = 0
     try:
         for item in _warc_items(name, max_bytes):
             number += 1
             yield item
-    except ArchiveLoadFailed as error:
+    # warcio meets a damaged or cut file with errors of many kinds (a record's headers cut
+    # short end in an AttributeError inside it): whichever, the file ends here, and says so
+    except Exception as error:
         yield DeadLetter(
             name,
             f"after record {number}",
             "bad_warc",
-            f"the WARC file cannot be read further: {str(error).strip()[:300]}",
+            f"the WARC file cannot be read further: {type(error).__name__}: "
+            f"{str(error).strip()[:300]}",
             "",
         )
 
@@ -138,7 +155,8 @@ def _warc_items(name: str, max_bytes: int) -> Iterator[Page | DeadLetter]:
 
     with open(name, "rb") as stream:
         number = 0
-        for record in ArchiveIterator(stream, arc2warc=True):
+        records = ArchiveIterator(stream, arc2warc=True)
+        for record in records:
             if record.rec_type not in ("response", "resource", "conversion"):
                 continue
             number += 1
@@ -156,6 +174,17 @@ def _warc_items(name: str, max_bytes: int) -> Iterator[Page | DeadLetter]:
                     position,
                     "too_large",
                     f"the body of {url} is over the limit of {max_bytes} bytes",
+                    url,
+                )
+                continue
+            missing = getattr(record.raw_stream, "limit", 0)
+            if missing > 0:  # the file ends inside the record: a copy cut short
+                yield DeadLetter(
+                    name,
+                    position,
+                    "truncated",
+                    f"the record of {url} ends {missing} bytes short of its declared length: "
+                    "the file is cut",
                     url,
                 )
                 continue
@@ -185,6 +214,24 @@ def _warc_items(name: str, max_bytes: int) -> Iterator[Page | DeadLetter]:
                 yield DeadLetter(name, position, "undecodable", f"{url}: {error}", _excerpt(body))
             except BadRecordError as error:
                 yield DeadLetter(name, position, error.reason, str(error), _excerpt(body))
+        yield from _cut_after(name, stream, records.offset, number)
+
+
+def _cut_after(name: str, stream: IO[bytes], offset: int, number: int) -> Iterator[DeadLetter]:
+    """A dead letter for bytes after the last whole record: warcio ends quietly at a
+    record whose headers are cut short."""
+    size = os.fstat(stream.fileno()).st_size
+    stream.seek(offset)
+    rest = stream.read(_EXCERPT)
+    if offset < size and rest.strip():
+        yield DeadLetter(
+            name,
+            f"after record {number}",
+            "truncated",
+            f"the file ends inside a record: its last {size - offset} bytes are not a whole "
+            "record (the file is cut)",
+            _excerpt(rest),
+        )
 
 
 def _charset(content_type: str) -> str:

@@ -21,6 +21,7 @@ holding the interpreter lock its detector needs (a 30k-page run took 9.7-9.8 s t
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from functools import cache
@@ -29,7 +30,10 @@ from typing import Literal, get_args
 from neardup.core import Page, PreparedDoc, Preparer, Settings
 from neardup.core.prepared_codec import encode_batch
 
+from .lifetime import prepare_child
+
 __all__ = [
+    "DEFAULT_BATCH_BYTES",
     "PREPARE_MODES",
     "PrepareMode",
     "executor",
@@ -38,6 +42,11 @@ __all__ = [
     "prepare_pages_timed",
     "preparer_for",
 ]
+
+#: the content a batch of pages holds at most, in characters (bytes of ASCII text), unless
+#: one page alone holds more: preparing a page takes many times its size in memory for a
+#: moment, so this bounds a run's memory whatever the pages' sizes (docs/limits.md)
+DEFAULT_BATCH_BYTES = 16 << 20
 
 #: where pages are prepared: a child process (a second core) or a thread of this process
 PrepareMode = Literal["process", "thread"]
@@ -52,9 +61,15 @@ def preparer_for(settings_json: str) -> Preparer:
 
 def executor(mode: str) -> Executor:
     """Where preparation runs: a child process (spawned, not forked: the worker has
-    threads) or a thread of this process."""
+    threads), which ends with this process however it ends (``lifetime.py``), or a thread
+    of this process."""
     if mode == "process":
-        return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        return ProcessPoolExecutor(
+            1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=prepare_child,
+            initargs=(os.getpid(),),
+        )
     if mode == "thread":
         return ThreadPoolExecutor(1, thread_name_prefix="neardup-prepare")
     raise ValueError(f"prepare mode {mode!r}: use one of {', '.join(PREPARE_MODES)}")

@@ -26,6 +26,8 @@ class RunSummary:
     pairs_estimated: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    #: the signal that stopped the run before its input ended (``stopping.py``), if one did
+    stopped_by: str | None = None
 
     def add(self, result: BatchResult) -> None:
         """Count a detected batch (its records are its documents and repeats)."""
@@ -41,6 +43,7 @@ class RunSummary:
             "dead_letter_reasons": dict(sorted(self.dead_letters.items())),
             "seconds": round(self.seconds, 3),
             "docs_per_second": round(self.records / self.seconds, 1) if self.seconds else None,
+            **({} if self.stopped_by is None else {"stopped_by": self.stopped_by}),
         }
 
     def describe(self) -> str:
@@ -54,4 +57,6 @@ class RunSummary:
             f"{self.candidates:,} candidates, {self.pairs_estimated:,} pairs estimated",
             f"{dead:,} dead letters" + (f" ({reasons})" if reasons else ""),
         ]
+        if self.stopped_by is not None:
+            lines.append(f"stopped by {self.stopped_by}: the input read until then is stored")
         return "\n".join(lines)

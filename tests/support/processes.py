@@ -1,11 +1,20 @@
-"""The process tree, read from Linux's /proc: a runtime's service fronts are its children."""
+"""The process tree, read from Linux's /proc: a runtime's children, and what is left of them."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
 
-__all__ = ["HAS_PROC", "fronts_of", "gone"]
+__all__ = [
+    "HAS_PROC",
+    "alive",
+    "descendants",
+    "fronts_of",
+    "gone",
+    "venv_processes",
+]
 
 #: whether this machine shows the process tree as the helpers read it
 HAS_PROC = Path("/proc/self/task").exists()
@@ -22,6 +31,17 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``: its children, theirs, and so on."""
+    found: list[int] = []
+    waiting = [pid]
+    while waiting:
+        children = _children(waiting.pop())
+        found += children
+        waiting += children
+    return found
+
+
 def fronts_of(pid: int) -> list[int]:
     """The ``neardup serve`` children of ``pid``: its service's front, if it has one."""
     return [child for child in _children(pid) if b"\x00serve\x00" in _cmdline(child)]
@@ -34,17 +54,38 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
 def gone(pid: int, seconds: float = 30.0) -> bool:
     """Whether ``pid`` has exited (or does within ``seconds``)."""
     deadline = time.monotonic() + seconds
-    while Path(f"/proc/{pid}").exists():
-        status = Path(f"/proc/{pid}/status")
-        try:
-            if "\nState:\tZ" in status.read_text():
-                return True  # exited, not yet reaped
-        except OSError:
-            return True
+    while alive(pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.1)
     return True
+
+
+def venv_processes(prefix: str = sys.prefix) -> dict[int, str]:
+    """The running processes of the virtual environment at ``prefix`` (its Python, its
+    scripts, programs inside it) but this one and its multiprocessing resource tracker
+    (which ends when this process does): pid and command line."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        pid = int(entry.name)
+        line = _cmdline(pid).replace(b"\x00", b" ")
+        if prefix.encode() not in line or not alive(pid):
+            continue
+        if b"resource_tracker" in line and pid in _children(os.getpid()):
+            continue
+        found[pid] = line.decode(errors="replace")[:200]
+    return found

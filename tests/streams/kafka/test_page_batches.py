@@ -49,3 +49,27 @@ def test_a_child_process_prepares_what_a_thread_does() -> None:
 def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="process, thread"):
         executor("cluster")
+
+
+def test_hostile_messages_are_refused_by_index_and_the_rest_prepared() -> None:
+    good = json.dumps({"url": "https://a/", "content": "a page of words " * 30}).encode()
+    huge = b'{"url": "https://b/", "content": "x", "n": ' + b"1" * 100_000 + b"}"
+    deep = json.dumps({"url": "https://c/", "content": "<html><body>" + "<div>" * 50_000}).encode()
+    messages, refused = prepare_messages([huge, good, deep], Settings().to_json(), 1 << 20)
+    assert [(index, reason) for index, reason, _ in refused] == [
+        (0, "bad_number"),
+        (2, "markup_too_deep"),
+    ]
+    assert [d.page.url for m in messages for d in decode_batch(m, Settings())] == ["https://a/"]
+
+
+def test_large_pages_are_prepared_a_bounded_part_at_a_time() -> None:
+    """Parts of at most ``batch_bytes`` content characters give the documents one batch
+    would (the bound is on memory, not on what is found)."""
+    values = _values()[0]
+    settings = Settings().to_json()
+    whole, _ = prepare_messages(values, settings, 1 << 20)
+    parts, _ = prepare_messages(values, settings, 1 << 20, batch_bytes=5000)
+    assert [d.fingerprints for m in parts for d in decode_batch(m, Settings())] == [
+        d.fingerprints for m in whole for d in decode_batch(m, Settings())
+    ]

@@ -140,3 +140,37 @@ def test_a_broken_warc_is_a_dead_letter_not_a_crash(tmp_path: Path) -> None:
     path.write_bytes(b"<html>not a warc</html>\n\n")
     items = list(iter_records(str(path)))
     assert len(items) == 1 and isinstance(items[0], DeadLetter) and items[0].reason == "bad_warc"
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_cut_warc_gives_its_whole_records_and_a_dead_letter_for_the_cut_one(
+    tmp_path: Path, compressed: bool
+) -> None:
+    bodies = [f"<p>page {n} {' '.join(str(n * k) for k in range(900))}</p>" for n in range(3)]
+    records = [
+        _warc_response(n, f"https://w.example/{n}", body.encode(), "text/html")
+        for n, body in enumerate(bodies)
+    ]
+    whole = b"".join(gzip.compress(r) if compressed else r for r in records)
+    last = len(gzip.compress(records[2])) if compressed else len(records[2])
+    for cut in range(len(whole) - last + 200, len(whole) - 50, 97):  # inside the last body
+        path = tmp_path / ("cut.warc.gz" if compressed else "cut.warc")
+        path.write_bytes(whole[:cut])
+        items = list(iter_records(str(path)))
+        assert len(items) == 3
+        assert [getattr(i, "content", None) for i in items[:2]] == bodies[:2]  # whole
+        assert isinstance(items[2], DeadLetter) and items[2].reason == "truncated"
+
+
+def test_a_run_counts_a_cut_warc_record_in_its_summary(tmp_path: Path) -> None:
+    bodies = [f"<p>page {n} {'x ' * 500}</p>".encode() for n in range(2)]
+    records = [
+        _warc_response(n, f"https://w.example/{n}", b, "text/html") for n, b in enumerate(bodies)
+    ]
+    path = tmp_path / "cut.warc"
+    path.write_bytes(records[0] + records[1][: len(records[1]) // 2])
+    out = io.StringIO()
+    with State.open(None) as state:
+        summary = run(state, [str(path)], dead_letters=out)
+    assert summary.documents == 1 and summary.dead_letters == {"truncated": 1}
+    assert json.loads(out.getvalue())["reason"] == "truncated"
