@@ -81,6 +81,8 @@ def to_canonical_text(content: str, content_type: str = "") -> str:
 _EXPANDS = np.uint32(0xFFFFFFFF)
 _CODE_POINTS = 0x110000
 _FOLD_CHUNK = 4096
+#: characters whose tokens are hashed from one prefix sum
+_CHUNK = 1 << 20
 
 
 def _alnum_table(every: str) -> npt.NDArray[np.bool_]:
@@ -166,17 +168,40 @@ class Tokenizer:
         np.not_equal(terms, 0, out=padded[1:-1])
         edges = np.flatnonzero(padded[1:] != padded[:-1])
         starts, ends = edges[0::2], edges[1::2]
+        hashes = np.empty(len(starts), dtype=np.uint64)
+        # the tokens a chunk of characters at a time: the prefix sums and the table of
+        # powers are then as long as a chunk, not as the batch (a batch of 16 MB of text
+        # would keep a table of 256 MB); a token longer than a chunk is a chunk of its own
+        first = 0
+        while first < len(starts):
+            last = max(first + 1, int(np.searchsorted(starts, starts[first] + _CHUNK)))
+            low, high = int(starts[first]), int(ends[last - 1])
+            hashes[first:last] = self._chunk_hashes(
+                terms[low:high], starts[first:last] - low, ends[first:last] - low
+            )
+            first = last
+        lengths = (ends - starts).astype(np.uint64)
+        return starts, fmix64(hashes ^ (lengths * np.uint64(0x9E3779B97F4A7C15)) ^ self._mix)
+
+    def _chunk_hashes(
+        self,
+        terms: npt.NDArray[np.uint32],
+        starts: npt.NDArray[np.intp],
+        ends: npt.NDArray[np.intp],
+    ) -> U64:
+        """Each token's polynomial of its folded code points, from one prefix sum over the
+        chunk (``starts`` and ``ends`` relative to it)."""
+        size = len(terms)
         self._powers.ensure(size + 1)
-        # (c + 1) * p**i for token characters, 0 elsewhere; summed from the start of the batch
+        # (c + 1) * p**i for token characters, 0 elsewhere; summed from the start of the chunk
         prefix = terms.astype(np.uint64)
         prefix *= self._powers.forward[:size]
         np.cumsum(prefix, out=prefix)
         below = prefix[starts - 1]
         below[starts == 0] = 0
         # sum of c_i * p**i over the token, shifted to start at p**0
-        polynomial = (prefix[ends - 1] - below) * self._powers.backward[starts]
-        lengths = (ends - starts).astype(np.uint64)
-        return starts, fmix64(polynomial ^ (lengths * np.uint64(0x9E3779B97F4A7C15)) ^ self._mix)
+        polynomial: U64 = (prefix[ends - 1] - below) * self._powers.backward[starts]
+        return polynomial
 
 
 def _fold_expanding(

@@ -12,9 +12,9 @@ The depth is counted by a scan of the tags, not by the parser: an element opens 
 start tag and closes at its end tag, with the parser's rules that matter for depth (void
 elements never open, a paragraph, list item, row, cell or option closes the open one of its
 list, row or table, an end tag does not reach past a table or cell into the elements
-outside it, script and style hold no tags, comments are skipped). It is written by hand because no parser offers such a bound;
-the scan runs only on pages with more than ``SCAN_FROM`` "<", since fewer tags cannot hold
-the parser long however they nest.
+outside it, script and style hold no tags, comments are skipped). It is written by hand
+because no parser offers such a bound; the scan runs only on pages with more than
+``SCAN_FROM`` "<", since fewer tags cannot hold the parser long however they nest.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = ["MAX_ELEMENTS", "MAX_MARKUP_DEPTH", "SCAN_FROM", "check_markup", "mar
 #: elements nested deeper than this are refused (Blink stops nesting at 512 as well)
 MAX_MARKUP_DEPTH = 512
 #: start tags past this many are refused (pages of real sites hold tens of thousands)
-MAX_ELEMENTS = 500_000
+MAX_ELEMENTS = 250_000
 #: pages with at most this many "<" are not scanned: depth times tags stays small
 SCAN_FROM = 16_384
 
@@ -72,6 +72,7 @@ _IMPLIED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 # start tags the parser merges into the one element it already has
 _ONCE = _names("html head body")
+_NOT_OPENING = _VOID | _ONCE
 
 
 class _OpenElements:
@@ -97,8 +98,9 @@ class _OpenElements:
 
     def _latest(self, names: tuple[str, ...]) -> int:
         latest = -1
+        at = self._at
         for name in names:
-            opened = self._at.get(name)
+            opened = at.get(name)
             if opened and opened[-1] > latest:
                 latest = opened[-1]
         return latest
@@ -107,13 +109,14 @@ class _OpenElements:
         return (self._table_scope if name in _TABLE_PARTS else self._scope)[-1]
 
     def _close_from(self, index: int) -> None:
-        while len(self.names) > index:
-            popped = self.names.pop()
-            self._at[popped].pop()
+        names, at = self.names, self._at
+        for popped in reversed(names[index:]):
+            at[popped].pop()
             if popped in _SCOPE:
                 self._scope.pop()
                 if popped in _TABLE_SCOPE:
                     self._table_scope.pop()
+        del names[index:]
 
     def end_tag(self, name: str) -> None:
         """Close the latest ``name`` and what opened after it, unless a scope boundary
@@ -127,7 +130,7 @@ class _OpenElements:
         the list item before it, not one of an outer list)."""
         group, limits = _IMPLIED[name]
         latest = self._latest(group)
-        if latest > max(self._boundary(name), self._latest(limits)):
+        if latest > self._boundary(name) and latest > self._latest(limits):
             self._close_from(latest)
 
 
@@ -137,21 +140,25 @@ def markup_size(
     """The deepest nesting the scan finds and the number of start tags, up to the first tag
     past either bound, and where that tag starts (-1 if none is)."""
     open_elements = _OpenElements()
+    end_tag, implied_end = open_elements.end_tag, open_elements.implied_end
+    push = open_elements.push
     depth = elements = 0
     for token in _TOKEN.finditer(content):
         raw, end, name = token.groups()
         if name is None:  # a comment, or an element of text such as a script
             elements += raw is not None
         elif end:
-            open_elements.end_tag(name.lower())
+            end_tag(name.lower())
             continue
         else:
             elements += 1
             name = name.lower()
-            if name not in _VOID and name not in _ONCE:
+            if name not in _NOT_OPENING:
                 if name in _IMPLIED:
-                    open_elements.implied_end(name)
-                depth = max(depth, open_elements.push(name))
+                    implied_end(name)
+                opened = push(name)
+                if opened > depth:
+                    depth = opened
         if depth > max_depth or elements > max_elements:
             return depth, elements, token.start()
     return depth, elements, -1

@@ -10,7 +10,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.support.processes import venv_processes
+from tests.support.processes import left_behind
 
 settings.register_profile(
     "ci",
@@ -30,7 +30,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The suite leaves no process of its virtual environment behind: what a test started
     and did not stop fails the session (and is stopped here)."""
     deadline = time.monotonic() + _LEFT_WAIT_SECONDS
-    while (left := venv_processes()) and time.monotonic() < deadline:
+    while (left := left_behind()) and time.monotonic() < deadline:
         time.sleep(0.2)
     if not left:
         return

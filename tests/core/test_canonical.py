@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from neardup.core import Tokenizer, html_to_text, looks_like_html, to_canonical_text
+from neardup.core import Tokenizer, canonical, html_to_text, looks_like_html, to_canonical_text
 from neardup.core._hashing import seeded_constant
 from neardup.core.canonical import _EXPANDS, TokenBatch, _token_table
 
@@ -140,3 +141,15 @@ def test_fold_table_is_casefold_of_every_code_point() -> None:
 def test_html_text_is_the_same_from_text_and_from_its_bytes(fragment: str) -> None:
     html = f"<html><body><p>{fragment}</p><script>x</script>{fragment}</body></html>"
     assert html_to_text(html) == html_to_text(html.encode("utf-8"))
+
+
+@given(st.lists(st.text(alphabet="abcdeéß1 .", max_size=400), max_size=8), st.integers(1, 64))
+def test_hashing_in_chunks_gives_the_hashes_of_one_pass(texts: list[str], chunk: int) -> None:
+    """Tokens are hashed a chunk of characters at a time (bounded memory); the hashes are
+    those of one prefix sum over the batch, long tokens included."""
+    whole = Tokenizer(5).hash_batch(texts)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(canonical, "_CHUNK", chunk)
+        chunked = Tokenizer(5).hash_batch(texts)
+    assert np.array_equal(whole.hashes, chunked.hashes)
+    assert np.array_equal(whole.offsets, chunked.offsets)

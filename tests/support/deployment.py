@@ -18,6 +18,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from neardup.core import PreparedDoc, Settings
 from neardup.core.prepared_codec import decode_batch
 from neardup.streams.detection.event_clusters import clusters_from_events
+from neardup.streams.running.lifetime import tied_command
 
 from tests.streams.service.conftest import call
 
@@ -48,33 +49,35 @@ class Deployment:
         state = self.root / name
         log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "neardup.streams",
-                "worker",
-                "--broker",
-                self.broker,
-                "--state",
-                str(state),
-                "--partitions",
-                str(PARTITIONS),
-                "--app-id",
-                self.app_id,
-                "--pages-topic",
-                self.pages,
-                "--events-topic",
-                self.events,
-                "--dead-letter-topic",
-                self.dead_letters,
-                "--max-record-bytes",
-                str(self.max_record_bytes),
-                "--batch-size",
-                "32",
-                "--loglevel",
-                "info",
-                *extra,
-            ],
+            tied_command(
+                [
+                    sys.executable,
+                    "-m",
+                    "neardup.streams",
+                    "worker",
+                    "--broker",
+                    self.broker,
+                    "--state",
+                    str(state),
+                    "--partitions",
+                    str(PARTITIONS),
+                    "--app-id",
+                    self.app_id,
+                    "--pages-topic",
+                    self.pages,
+                    "--events-topic",
+                    self.events,
+                    "--dead-letter-topic",
+                    self.dead_letters,
+                    "--max-record-bytes",
+                    str(self.max_record_bytes),
+                    "--batch-size",
+                    "32",
+                    "--loglevel",
+                    "info",
+                    *extra,
+                ]
+            ),
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.root,

@@ -13,7 +13,7 @@ __all__ = [
     "descendants",
     "fronts_of",
     "gone",
-    "venv_processes",
+    "left_behind",
 ]
 
 #: whether this machine shows the process tree as the helpers read it
@@ -73,17 +73,19 @@ def gone(pid: int, seconds: float = 30.0) -> bool:
     return True
 
 
-def venv_processes(prefix: str = sys.prefix) -> dict[int, str]:
+def left_behind(prefix: str = sys.prefix) -> dict[int, str]:
     """The running processes of the virtual environment at ``prefix`` (its Python, its
-    scripts, programs inside it) but this one and its multiprocessing resource tracker
-    (which ends when this process does): pid and command line."""
+    scripts, programs inside it) and those this process started, but this one and its
+    multiprocessing resource tracker (which ends when this process does): pid and command
+    line."""
+    mine = set(descendants(os.getpid()))
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         pid = int(entry.name)
         line = _cmdline(pid).replace(b"\x00", b" ")
-        if prefix.encode() not in line or not alive(pid):
+        if (prefix.encode() not in line and pid not in mine) or not alive(pid):
             continue
         if b"resource_tracker" in line and pid in _children(os.getpid()):
             continue

