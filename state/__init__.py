@@ -25,6 +25,7 @@ from .rocksdb import RocksDBOptions, RocksDBStore
 from .state import State, StateView
 from .stop_keys import StopKey, top_stop_keys
 from .store import TABLES, Changes, Store, Table
+from .timeline import Sample, Timeline
 from .transaction import Transaction
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "Postings",
     "RocksDBOptions",
     "RocksDBStore",
+    "Sample",
     "Seen",
     "State",
     "StateView",
@@ -53,6 +55,7 @@ __all__ = [
     "Store",
     "StoredRef",
     "Table",
+    "Timeline",
     "Transaction",
     "UrlHistory",
     "check_or_store_role",

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from neardup.core import IncompatibleStateError, Settings, StateError
 
 from .stop_keys import ranks_of
-from .store import Store
+from .store import Store, Table
 from .transaction import Transaction
 
 __all__ = [
@@ -19,13 +19,16 @@ __all__ = [
 ]
 
 #: Bumped whenever a stored layout changes incompatibly.
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 
 #: older formats a writer upgrades in place when it opens them, with why that is safe
 _UPGRADES = {
     8: "format 9 adds the containment_log table, and an empty log is format 8's index",
     9: "format 10 adds the stopranks table, which ranks the stop keys of stopkeys",
+    10: "format 11 adds the timeline table, and a state without history has it empty",
 }
+#: the format from which the stopranks table is there to keep (no need to rank the stop keys)
+_RANKED = 10
 
 
 def check_or_store_settings(store: Store, settings: Settings | None) -> Settings:
@@ -49,9 +52,12 @@ def check_or_store_settings(store: Store, settings: Settings | None) -> Settings
         return chosen
     if version is not None and int(version) in _UPGRADES and store.writer_log() is None:
         # one write: a state left half-upgraded by a crash would claim ranks it lacks
-        store.write(
-            {"stopranks": ranks_of(store), "meta": {b"format": str(FORMAT_VERSION).encode()}}
-        )
+        changes: dict[Table, dict[bytes, bytes | None]] = {
+            "meta": {b"format": str(FORMAT_VERSION).encode()}
+        }
+        if int(version) < _RANKED:
+            changes["stopranks"] = ranks_of(store)
+        store.write(changes)
         version = str(FORMAT_VERSION).encode()
     if version is None or int(version) != FORMAT_VERSION:
         raise StateError(

@@ -20,6 +20,7 @@ from .posting_log import LoggedPostings, PostingLog
 from .postings import INDEX_TABLES, IndexTable, PostingIndex, read_key_filter
 from .rocksdb import FOLLOWER_OPTIONS, RocksDBOptions, RocksDBStore
 from .store import Store
+from .timeline import Timeline
 from .transaction import Transaction
 
 __all__ = ["State", "StateView"]
@@ -66,6 +67,7 @@ class StateView:
         self.urls = UrlHistory(self.tx)
         self.counters = Counters(self.tx)
         self.log_offsets = LogOffsets(self.tx)
+        self.timeline = Timeline(self.tx)
 
     def commit(self) -> None:
         self.tx.commit()

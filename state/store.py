@@ -33,6 +33,7 @@ Table = Literal[
     "urls",  # url -> every (fetched_at, doc id) seen for it
     "ring",  # cluster root -> next member of its cluster's circular list
     "sizes",  # inverted size + root id -> marker: clusters of two or more, largest first
+    "timeline",  # sample number -> the counters at a moment, and the clusters that grew
 ]
 TABLES: tuple[Table, ...] = get_args(Table)
 

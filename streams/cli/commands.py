@@ -22,9 +22,11 @@ from ..service import parse_address
 from . import handlers
 from .options import Option, to_float, to_fraction, to_int, with_flags
 
-__all__ = ["COMMANDS", "SETTING_OPTIONS", "Command"]
+__all__ = ["COMMANDS", "SETTINGS_GROUP", "SETTING_OPTIONS", "Command"]
 
 _SETTINGS = Settings()
+#: the heading of the detection settings' options (the usage shows them as [SETTINGS])
+SETTINGS_GROUP = "settings (stored with the state; an omitted one keeps the stored value)"
 _WORKER_DEFAULTS = {f.name: f.default for f in fields(WorkerConfig)}
 
 
@@ -48,7 +50,7 @@ def _setting(name: str, metavar: str, help: str, convert: Callable[[str], object
         env="NEARDUP_" + name.upper(),
         metavar=metavar,
         shown=f"the stored value; {getattr(_SETTINGS, name)} for a new state",
-        group="settings (stored with the state; an omitted one keeps the stored value)",
+        group=SETTINGS_GROUP,
     )
 
 
@@ -66,7 +68,7 @@ SETTING_OPTIONS = (
         choices=("word", "character"),
         metavar="word|character",
         shown=f"the stored value; {_SETTINGS.token_unit} for a new state",
-        group="settings (stored with the state; an omitted one keeps the stored value)",
+        group=SETTINGS_GROUP,
     ),
     _setting("short_limit", "N", "fewer shingles than this: a short document", to_int),
     _setting("posting_cap", "N", "documents per posting list before it is a stop key", to_int),
@@ -88,7 +90,7 @@ SETTING_OPTIONS = (
         env="NEARDUP_CONTAINMENT_THRESHOLD",
         metavar="C",
         shown="the stored value; none for a new state",
-        group="settings (stored with the state; an omitted one keeps the stored value)",
+        group=SETTINGS_GROUP,
     ),
 )
 
@@ -166,11 +168,11 @@ def _address(value: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-_SERVICE_GROUP = "service (metrics, dashboard and query API over HTTP; docs/service.md)"
+_SERVICE_GROUP = "service (over HTTP; docs/service.md)"
 _HTTP = Option(
     "http",
-    "serve /metrics, the dashboard (/) and the query API (/api/v1/) on this address while "
-    "running; port 0 picks a free one (the address is printed on stderr)",
+    "serve /metrics and /healthz on this address while running (the query API and the "
+    "dashboard are `neardup serve`'s); port 0 picks a free one (printed on stderr)",
     flags=("--http",),
     convert=_address,
     env="NEARDUP_HTTP",
@@ -185,15 +187,6 @@ _API_TOKEN = Option(
     env="NEARDUP_API_TOKEN",
     metavar="TOKEN",
     shown="none",
-    group=_SERVICE_GROUP,
-)
-_ADVERTISE = Option(
-    "advertise",
-    "the URL other workers redirect requests to when this worker holds the detector",
-    flags=("--advertise",),
-    env="NEARDUP_ADVERTISE",
-    metavar="URL",
-    shown="http://HOST:PORT of --http",
     group=_SERVICE_GROUP,
 )
 
@@ -264,35 +257,20 @@ COMMANDS = (
                 help="a state directory of `neardup run`, or a worker's (its detector/); it may "
                 "be being written",
             ),
-            with_flags(_HTTP, "--http", required=True, shown=None),
+            with_flags(
+                _HTTP,
+                "--http",
+                help="serve the query API (/api/v1/), the dashboard (/), /metrics and /healthz on "
+                "this address; port 0 picks a free one (printed on stderr)",
+                required=True,
+                shown=None,
+            ),
             _API_TOKEN,
-            # how `neardup run --http` makes its front (service/relay.py)
-            Option(
-                "until_stdin_closes",
-                "stop when standard input closes",
-                flags=("--until-stdin-closes",),
-                switch=True,
-                hidden=True,
-            ),
-            Option(
-                "listen_fd",
-                "serve on this inherited listening socket (bound to the --http address)",
-                flags=("--listen-fd",),
-                convert=to_int,
-                hidden=True,
-            ),
-            Option(
-                "own_from",
-                "relay metrics and the timeline to the run whose own service has this "
-                "loopback port",
-                flags=("--own-from",),
-                convert=to_int,
-                hidden=True,
-            ),
         ),
         handlers.serve,
-        "Reads the state as a follower (a RocksDB secondary instance, caught up at most once a "
-        "second), so it answers while `neardup run` or a worker writes the directory. Runs until "
+        "Reads the state as a follower (a RocksDB secondary instance, caught up with each write "
+        "of the writer), so it answers while `neardup run` or a worker writes the directory, and "
+        "draws the dashboard from the history the writer keeps in the state. Runs until "
         "SIGTERM/SIGINT.",
     ),
     Command(
@@ -474,7 +452,6 @@ COMMANDS = (
             ),
             _HTTP,
             _API_TOKEN,
-            _ADVERTISE,
             *SETTING_OPTIONS,
         ),
         handlers.worker,

@@ -7,7 +7,6 @@ import functools
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 from contextlib import ExitStack
@@ -23,7 +22,7 @@ from ..running import embedded, queries, reports
 from ..running.inputs import DeadLetter, check_inputs
 from ..running.progress import Progress, RunObserver, StatsLog
 from ..running.stopping import StopSignals
-from ..service import OWN_TOKEN_ENV, FollowedState, Fronted, LiveState, Relay, Service
+from ..service import FollowedState, HttpServer, LiveState, Metrics, query_app, writer_app
 
 __all__ = [
     "clusters",
@@ -39,9 +38,6 @@ __all__ = [
     "worker",
     "worker_config",
 ]
-
-#: ``serve`` sees no batches: growth is that of the largest clusters, sample to sample
-_FOLLOWED = 1000
 
 _SETTING_FIELDS = (
     "shingle_size",
@@ -116,15 +112,13 @@ def run(args: argparse.Namespace) -> int:
     if args.stats_every < 1:
         raise NeardupError(f"--stats-every {args.stats_every} must be at least 1")
     with ExitStack() as stack:
-        # closed after the state: the service's front answers until the run is over
-        last = stack.enter_context(ExitStack())
         state = stack.enter_context(State.open(args.state, settings_for(args.state, args)))
         events = _open_output(stack, args.events)
         dead = _open_output(
             stack, args.dead_letters or os.path.join(args.state, "dead-letters.jsonl")
         )
         observers: list[RunObserver] = [] if args.quiet else [Progress()]
-        service = _serve_while_running(stack, last, state, args)
+        metrics = _serve_metrics(stack, state, args)
         stats = _open_output(stack, args.stats)
         if stats is not None:
             # the files as they are: a flush per line would change the run it measures
@@ -141,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             max_record_bytes=args.max_record_bytes,
             observers=observers,
             prepare=args.prepare,
-            listeners=() if service is None else service.listeners,
+            listeners=() if metrics is None else (metrics,),
             signals=signals,
         )
         if not args.quiet:
@@ -156,25 +150,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_while_running(
-    stack: ExitStack, last: ExitStack, state: State, args: argparse.Namespace
-) -> Service | None:
-    """``run --http``: the service answers from the state being written until the run ends;
-    the run's own part stops before the state closes (``stack``), its front after (``last``),
-    so that its address answers until the run is over."""
+def _serve_metrics(stack: ExitStack, state: State, args: argparse.Namespace) -> Metrics | None:
+    """``run --http``: ``/metrics`` and ``/healthz`` until the run ends (stopped before the
+    state closes); the queries are ``neardup serve``'s, in a process of their own."""
     if args.http is None:
         return None
-    # The first state query hands the address over to a follower child, the front: queries
-    # answered here wait for the detector's interpreter lock (relay.py). The run goes on
-    # serving what only it knows (metrics, the timeline) to the front, on a loopback port.
     source = LiveState(state)
-    fronted = Fronted.start(source, args.state, args.http, args.api_token)
+    metrics = Metrics(source)
+    server = HttpServer(writer_app(metrics, args.api_token), args.http).start()
     stack.callback(source.detach, "the run has ended")
-    stack.callback(fronted.own.stop)
-    stack.callback(fronted.public.stop)
-    last.callback(fronted.front.stop)
-    fronted.public.announce()
-    return fronted.public
+    stack.callback(server.stop)
+    server.announce()
+    return metrics
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -183,31 +170,11 @@ def serve(args: argparse.Namespace) -> int:
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
-    if args.until_stdin_closes:  # a run's child: it goes when the run does, however it ends
-
-        def stop_at_eof() -> None:
-            sys.stdin.buffer.read()
-            stopping.set()
-
-        threading.Thread(target=stop_at_eof, daemon=True).start()
-    relay = listening = None
-    if args.own_from is not None:  # a run's front (service/relay.py)
-        relay = Relay(args.own_from, os.environ.get(OWN_TOKEN_ENV, ""))
-    if args.listen_fd is not None:
-        listening = socket.socket(fileno=args.listen_fd)
     try:
-        service = Service(
-            source,
-            args.http,
-            args.api_token,
-            followed=_FOLLOWED,
-            relay=relay,
-            listening=listening,
-        ).start()
-        if listening is None:  # else the run has said where it serves
-            service.announce()
+        server = HttpServer(query_app(source, args.api_token), args.http).start()
+        server.announce()
         stopping.wait()
-        service.stop()
+        server.stop()
     finally:
         source.close()
     return 0
@@ -337,7 +304,6 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         prepare=args.prepare,
         http=args.http,
         api_token=args.api_token,
-        advertise=args.advertise,
         shards=args.shards,
         checkpoints=args.checkpoints,
         checkpoint_every=args.checkpoint_every,

@@ -10,7 +10,7 @@ import argparse
 import re
 from pathlib import Path
 
-from .commands import COMMANDS, Command
+from .commands import COMMANDS, SETTINGS_GROUP, Command
 
 __all__ = ["BEGIN", "END", "readme_block", "synopsis"]
 
@@ -22,9 +22,9 @@ _WIDTH = 100
 def _parts(command: Command) -> list[str]:
     parts = [f"neardup {command.name}"]
     for option in command.options:
-        if option.group is None and not option.hidden:
+        if option.group != SETTINGS_GROUP and not option.hidden:
             parts.append(option.usage())
-    if any(option.group for option in command.options):
+    if any(option.group == SETTINGS_GROUP for option in command.options):
         parts.append("[SETTINGS]")
     return parts
 

@@ -15,7 +15,6 @@ from .topics import (
     PAGES_TOPIC,
     findings_topic,
     prepared_topic,
-    service_topic,
     shards_topic,
 )
 
@@ -50,13 +49,10 @@ class WorkerConfig:
     rebalance_timeout: float = 4.0
     #: where pages are prepared: "process" (a child process: two cores) or "thread"
     prepare: PrepareMode = "process"
-    #: the service's address (metrics, dashboard, query API), or None for no service
+    #: the address of the worker's /metrics and /healthz, or None for none
     http: tuple[str, int] | None = None
     #: the bearer token the service asks for, or None
     api_token: str | None = None
-    #: the URL other workers redirect to while this one holds the detector (default: the
-    #: service's own address)
-    advertise: str | None = None
     #: detection shards (see docs/kafka.md), or None for one detector in one worker
     shards: int | None = None
     #: where the shards and the union stage keep checkpoints of their states (a directory
@@ -68,11 +64,6 @@ class WorkerConfig:
     def prepared_topic(self) -> str:
         """The one-partition log of prepared documents: the detector's input and changelog."""
         return prepared_topic(self.app_id)
-
-    @property
-    def service_topic(self) -> str:
-        """Where the worker holding the detector advertises its service."""
-        return service_topic(self.app_id)
 
     @property
     def findings_topic(self) -> str:

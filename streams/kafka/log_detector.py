@@ -26,6 +26,7 @@ from neardup.core.prepared_codec import decode_batch, settings_of_batch
 from neardup.state import State, StateView
 
 from ..detection import BatchResult, Detector
+from ..detection.history import HistoryRecorder
 
 __all__ = ["LogDetector", "SettingsCheck", "Staged", "unapplied"]
 
@@ -45,10 +46,13 @@ class Staged:
 class LogDetector:
     """A Detector over ``state`` that applies the messages of the log named ``log``."""
 
-    def __init__(self, state: State, log: str) -> None:
+    def __init__(self, state: State, log: str, history: HistoryRecorder | None = None) -> None:
+        """``history``: what records the state's history in the batches (a worker's); none
+        for a state rebuilt elsewhere."""
         self.state = state
         self.detector = Detector(state)
         self.log = log
+        self._history = history
         self._settings = SettingsCheck(state.settings)
 
     @property
@@ -74,6 +78,8 @@ class LogDetector:
                 rejected.append((offset, error))
         view, result = self.detector.stage(docs)
         view.log_offsets.set(self.log, last + 1)
+        if self._history is not None:
+            self._history.record(view, result)
         return Staged(view, last + 1, result, tuple(rejected))
 
     def commit(self, staged: Staged) -> None:

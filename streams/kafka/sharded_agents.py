@@ -31,7 +31,7 @@ from neardup.state import Checkpoints, State, check_or_store_role
 
 from ..detection.result import BatchResult
 from ..detection.shard import Ownership
-from ..service import Service
+from ..service import Metrics
 from . import page_batches
 from .config import WorkerConfig
 from .findings_codec import encode_findings
@@ -241,7 +241,7 @@ async def union_agent(
     reject: Reject,
     stopped: Stopped,
     event_records: EventRecords,
-    service: Service | None,
+    metrics: Metrics | None,
 ) -> None:
     """The union stage over the findings topic's one partition, which Faust assigns to one
     worker; every worker opens its union state, as every worker ran the single detector."""
@@ -271,9 +271,8 @@ async def union_agent(
             await produce(config.findings_topic, MARKER_KEY, applied_marker(staged.next_offset), 0)
             await run(fold.commit, staged)
             await run(checkpoints.maybe, state, staged.next_offset)
-            if service is not None:
-                for listener in service.listeners:
-                    listener.batch_done(staged.result, dict(staged.result.stage_seconds))
+            if metrics is not None:
+                metrics.batch_done(staged.result, dict(staged.result.stage_seconds))
 
         async def read(position: int, key: bytes | None, value: bytes) -> None:
             nonlocal silent_below

@@ -8,7 +8,6 @@ __all__ = [
     "PAGES_TOPIC",
     "findings_topic",
     "prepared_topic",
-    "service_topic",
     "shards_topic",
 ]
 
@@ -24,12 +23,6 @@ def prepared_topic(app_id: str) -> str:
     """The one-partition log of prepared documents of an application: the detector's input
     and changelog."""
     return f"{app_id}-prepared"
-
-
-def service_topic(app_id: str) -> str:
-    """The one-partition topic where the worker holding the detector says where its HTTP
-    service is (the other workers redirect requests there)."""
-    return f"{app_id}-service"
 
 
 def findings_topic(app_id: str) -> str:

@@ -39,36 +39,24 @@ from neardup.core import BadRecordError, StateError
 from neardup.state import State
 
 from ..detection import BatchResult, Contained, Stage, encode_event, format_id
+from ..detection.history import HistoryRecorder
 from ..running import prepare_work
 from ..running.inputs import DeadLetter
-from ..service import LiveState, Service
+from ..service import LiveState, Metrics
 from . import page_batches, transport
 from .config import WorkerConfig
-from .lending import Lender
+from .lending import HeldState
 from .log_detector import LogDetector, Staged
 from .sharded_agents import ShardPool, union_agent
 
-__all__ = ["build_app", "event_records", "internal_topics", "transactions"]
+__all__ = ["build_app", "event_records", "internal_topics"]
 
 logger = logging.getLogger(__name__)
 
 _EXCERPT = 512
 #: prepared messages applied in one transaction (each holds up to batch_size documents)
 _DETECT_MESSAGES = 8
-#: the same while a front follows the detector's state (the worker's --http address handed
-#: to a ``serve`` child): the front replays each transaction holding the interpreter lock,
-#: and its queries wait. On the 30k-page bench at 100 queries a second, eight messages (2,048
-#: pages) made the query p99 70-105 ms, four 52 ms, two 39 ms; two cost the backlog 6.5 %
-#: of its rate (more commits, fewer repeated keys merged), so only while followed.
-_FOLLOWED_DETECT_MESSAGES = 2
-
 T = TypeVar("T")
-
-
-def transactions(batch: list[T], followed: bool) -> list[list[T]]:
-    """The prepared messages of a batch, split into those applied in one transaction each."""
-    size = _FOLLOWED_DETECT_MESSAGES if followed else _DETECT_MESSAGES
-    return [batch[at : at + size] for at in range(0, len(batch), size)]
 
 
 def internal_topics(config: WorkerConfig) -> dict[str, int]:
@@ -78,7 +66,6 @@ def internal_topics(config: WorkerConfig) -> dict[str, int]:
         config.prepared_topic: 1,
         config.events_topic: config.partitions,
         config.dead_letter_topic: 1,
-        config.service_topic: 1,
     }
     if config.shards is not None:
         topics |= {config.findings_topic: 1, config.shards_topic: config.shards}
@@ -114,15 +101,12 @@ def _dead_letter(message: Any, error: BadRecordError) -> bytes:
 
 
 def build_app(
-    config: WorkerConfig,
-    service: Service | None = None,
-    withdrawn: Callable[[], None] | None = None,
+    config: WorkerConfig, metrics: Metrics | None = None, held: LiveState | None = None
 ) -> faust.App:
     """The Faust application of one worker (every worker of a deployment builds the same).
 
-    With a ``service`` (over a LiveState), the detect agent lends it the state while it holds
-    it, advertises the service's URL, and both agents feed its metrics; ``withdrawn`` is
-    called when it takes the state back."""
+    Both agents feed ``metrics`` (the worker's ``--http``), and the detect agent lends
+    ``held`` its state while this worker holds the log (``lending.py``)."""
     settings = config.settings
     transport.register()
     app = faust.App(
@@ -169,11 +153,11 @@ def build_app(
 
     async def reject(message: Any, error: BadRecordError) -> None:
         await produce(config.dead_letter_topic, message.key, _dead_letter(message, error), None)
-        if service is not None:
-            service.metrics.dead_letter(error.reason)
+        if metrics is not None:
+            metrics.dead_letter(error.reason)
 
     def measure_lag(message: Any) -> None:
-        if service is None:
+        if metrics is None:
             return
         try:
             end = app.consumer.highwater(message.tp)
@@ -181,7 +165,7 @@ def build_app(
             return
         if end is not None:
             lag = max(0, end - message.offset - 1)
-            service.metrics.consumer_lag.labels(message.topic, str(message.partition)).set(lag)
+            metrics.consumer_lag.labels(message.topic, str(message.partition)).set(lag)
 
     @app.agent(pages)
     async def prepare(stream: Any) -> None:
@@ -200,9 +184,9 @@ def build_app(
                     page_batches.MESSAGE_BYTES,
                     config.batch_bytes,
                 )
-                if service is not None:
+                if metrics is not None:
                     spent = time.perf_counter() - started
-                    service.metrics.stage_seconds.labels("prepare").observe(spent)
+                    metrics.stage_seconds.labels("prepare").observe(spent)
                 for index, reason, text in refused:
                     await reject(batch[index].message, BadRecordError(reason, text))
                 # the batch's oldest publication time travels as the prepared message's
@@ -216,9 +200,23 @@ def build_app(
         await app.producer.flush()
 
     if config.shards is not None:
-        _add_sharded_detection(app, config, topic, produce, flush, reject, service)
+        _add_sharded_detection(app, config, topic, produce, flush, reject, metrics)
         del prepare
         return app
+
+    holding = None if held is None else HeldState(held, log_name)
+    if holding is not None:
+        watched = holding
+
+        # Faust sends each signal with the set of partitions as its one argument
+        async def assigned(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
+            watched.assigned(partitions[0] if partitions else ())
+
+        async def revoked(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
+            watched.revoked(partitions[0] if partitions else ())
+
+        app.on_partitions_assigned.connect(assigned)
+        app.on_partitions_revoked.connect(revoked)
 
     @app.agent(prepared)
     async def detect(stream: Any) -> None:
@@ -232,58 +230,20 @@ def build_app(
             try:
                 state = await run(State.open, config.detector_dir, settings)
             except StateError as error:
-                await stop_worker(error)
+                await stop_worker(app, "detector", error)
                 return
-            detector = LogDetector(state, log_name)
-            if lender is not None:
-                await lender.opened(state, functools.partial(caught_up, detector, run))
+            detector = LogDetector(state, log_name, HistoryRecorder())
+            if holding is not None:
+                holding.opened(state)
             try:
                 async for batch in stream.take_events(_DETECT_MESSAGES, within=config.batch_wait):
-                    followed = service is not None and service.handed_over
-                    for part in transactions(batch, followed):
-                        await detect_batch(detector, part, run)
+                    await apply_batch(detector, batch, run)
             except StateError as error:
-                await stop_worker(error)
+                await stop_worker(app, "detector", error)
             finally:
-                if lender is not None:
-                    await lender.closing()
+                if holding is not None:
+                    await loop.run_in_executor(None, holding.closing)
                 await run(state.close)
-
-    lender: Lender | None = None
-    if service is not None and isinstance(service.source, LiveState):
-        lender = Lender(
-            service.source,
-            log_name,
-            config.service_topic,
-            config.advertise or service.advertised_url,
-            produce,
-            withdrawn,
-        )
-        held = lender
-
-        # Faust sends each signal with the set of partitions as its one argument
-        async def assigned(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
-            await held.assigned(partitions[0] if partitions else ())
-
-        async def revoked(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
-            await held.revoked(partitions[0] if partitions else ())
-
-        app.on_partitions_assigned.connect(assigned)
-        app.on_partitions_revoked.connect(revoked)
-
-    # the batches and the lender's catch-up (as the log is assigned) take turns: each stages
-    # from the state's committed offset
-    applying = asyncio.Lock()
-
-    async def caught_up(detector: LogDetector, run: Callable[..., Awaitable[Any]]) -> None:
-        async with applying:
-            await _catch_up(config, log_name, detector, None, run)
-
-    async def detect_batch(
-        detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]
-    ) -> None:
-        async with applying:
-            await apply_batch(detector, batch, run)
 
     async def apply_batch(
         detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]
@@ -301,28 +261,26 @@ def build_app(
         await app.producer.flush()  # events out before the state says "done"
         committing = time.perf_counter()
         await run(detector.commit, staged)
-        if service is not None:
+        if metrics is not None:
             seconds: dict[Stage, float] = {
                 **staged.result.stage_seconds,
                 "commit": time.perf_counter() - committing,
             }
-            for listener in service.listeners:
-                listener.batch_done(staged.result, seconds)
+            metrics.batch_done(staged.result, seconds)
             now = time.time()
             for event in batch:
                 if event.message.timestamp:
-                    service.metrics.publish_to_event.observe(
-                        max(0.0, now - event.message.timestamp)
-                    )
+                    metrics.publish_to_event.observe(max(0.0, now - event.message.timestamp))
             measure_lag(batch[-1].message)
-
-    async def stop_worker(error: StateError) -> None:
-        # a restarted agent would meet the same state: stop the worker (exit status 1)
-        logger.error("detector: %s; stopping the worker", error)
-        await app.crash(error)
 
     del prepare, detect  # registered on the app
     return app
+
+
+async def stop_worker(app: faust.App, part: str, error: StateError) -> None:
+    """Stop the worker (exit status 1): a restarted agent would meet the same state."""
+    logger.error("%s: %s; stopping the worker", part, error)
+    await app.crash(error)
 
 
 def _add_sharded_detection(
@@ -332,16 +290,12 @@ def _add_sharded_detection(
     produce: Any,
     flush: Callable[[], Awaitable[None]],
     reject: Callable[[Any, BadRecordError], Awaitable[None]],
-    service: Service | None,
+    metrics: Metrics | None,
 ) -> None:
     """The shard and union agents in place of the one detector (``sharded_agents``)."""
     assert config.shards is not None
-
-    async def stop_worker(error: StateError) -> None:
-        logger.error("detection: %s; stopping the worker", error)
-        await app.crash(error)
-
-    pool = ShardPool(config, produce, flush, reject, stop_worker)
+    stop = functools.partial(stop_worker, app, "detection")
+    pool = ShardPool(config, produce, flush, reject, stop)
 
     @app.agent(topic(config.shards_topic, config.shards))
     async def shard_slots(stream: Any) -> None:
@@ -350,9 +304,7 @@ def _add_sharded_detection(
 
     @app.agent(topic(config.findings_topic, 1))
     async def union(stream: Any) -> None:
-        await union_agent(
-            stream, config, produce, flush, reject, stop_worker, event_records, service
-        )
+        await union_agent(stream, config, produce, flush, reject, stop, event_records, metrics)
 
     async def assigned(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
         await pool.assigned(partitions[0] if partitions else ())
@@ -369,30 +321,23 @@ async def _catch_up(
     config: WorkerConfig,
     log_name: str,
     detector: LogDetector,
-    until: int | None,
+    until: int,
     run: Callable[..., Awaitable[Any]],
 ) -> None:
     """Apply the prepared messages from the detector's next offset up to ``until``, silently:
-    whoever applied them first sent their events and dead letters. ``until`` None: the
-    offset the deployment's consumer group has committed on the log, up to which the log's
-    last holder applied it (not the log's end: the messages after it are this worker's to
-    apply, with their events, as its stream delivers them)."""
+    whoever applied them first sent their events and dead letters."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     partition = TopicPartition(log_name, 0)
     consumer = AIOKafkaConsumer(
         bootstrap_servers=config.broker,
         client_id=f"{config.app_id}-catch-up",
-        # the group's id, to read its committed offset: an assigned consumer does not join
-        group_id=config.app_id if until is None else None,
         enable_auto_commit=False,
         max_partition_fetch_bytes=4 * page_batches.MESSAGE_BYTES,
     )
     await consumer.start()
     try:
         consumer.assign([partition])
-        if until is None:
-            until = await consumer.committed(partition) or 0
         start = await run(lambda: detector.next_offset)
         if start >= until:
             return

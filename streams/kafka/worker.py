@@ -5,24 +5,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 from neardup.core import NeardupError
 from neardup.state import State
 
-from ..service import Fronted, LiveState, Service
+from ..service import HttpServer, LiveState, Metrics, writer_app
 from .config import WorkerConfig
-from .owner import OwnerLocator
 from .topology import build_app, internal_topics
 
-__all__ = ["check_settings", "ensure_topics", "run_worker", "start_service"]
+__all__ = ["WorkerService", "check_settings", "ensure_topics", "run_worker", "start_service"]
 
 #: The prepared topic is the detector's changelog: a worker with a new state rebuilds it from
 #: the first message, so the topic keeps every message (and compresses them).
 _LOG_CONFIGS = {"retention.ms": "-1", "retention.bytes": "-1", "compression.type": "producer"}
-#: only the last advertisement of the detector's owner matters
-_SERVICE_CONFIGS = {"cleanup.policy": "compact"}
 
 
 def check_settings(config: WorkerConfig) -> None:
@@ -57,7 +55,6 @@ def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:
         configs = {
             config.prepared_topic: _LOG_CONFIGS,
             config.findings_topic: _LOG_CONFIGS,  # the union stage's changelog
-            config.service_topic: _SERVICE_CONFIGS,
         }
         missing = [
             NewTopic(name, partitions, 1, topic_configs=configs.get(name, {}))
@@ -84,29 +81,26 @@ def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:
         admin.close()
 
 
-def start_service(config: WorkerConfig) -> Fronted | Service | None:
-    """The worker's HTTP service (``--http``): while this worker holds the detector, a front
-    answers state queries from the detector's directory (service/fronted.py); otherwise the
-    worker redirects them to the worker that holds it. A worker of a sharded deployment
-    answers none."""
+@dataclass(frozen=True, slots=True)
+class WorkerService:
+    """A worker's ``--http``: ``/metrics`` and ``/healthz``, with the detector's state lent
+    to them while this worker holds the log (``lending.py``)."""
+
+    server: HttpServer
+    metrics: Metrics
+    held: LiveState
+
+
+def start_service(config: WorkerConfig) -> WorkerService | None:
+    """The worker's service, started, or None without ``--http``; the queries and the
+    dashboard are ``neardup serve``'s, beside the worker holding the detector."""
     if config.http is None:
         return None
-    if config.shards:
-        # no worker holds a whole state: nobody to redirect to
-        why = (
-            "a deployment with detection shards answers no queries yet: its state is spread "
-            "over the shards (docs/kafka.md)"
-        )
-        service = Service(LiveState(why_none=why), config.http, config.api_token).start()
-        service.announce()
-        return service
-    source = LiveState(
-        why_none="this worker does not hold the detector, and no worker has said it does yet"
-    )
-    locate = OwnerLocator(config.broker, config.service_topic)
-    fronted = Fronted.start(source, config.detector_dir, config.http, config.api_token, locate)
-    fronted.public.announce()
-    return fronted
+    held = LiveState(why_none="this worker does not hold the detector's state")
+    metrics = Metrics(held)
+    server = HttpServer(writer_app(metrics, config.api_token), config.http).start()
+    server.announce()
+    return WorkerService(server, metrics, held)
 
 
 def run_worker(config: WorkerConfig, loglevel: str = "warning") -> None:
@@ -117,10 +111,7 @@ def run_worker(config: WorkerConfig, loglevel: str = "warning") -> None:
     ensure_topics(config)
     logging.getLogger("faust").setLevel(loglevel.upper())
     served = start_service(config)
-    if isinstance(served, Fronted):
-        app = build_app(config, served.public, served.withdrawn)
-    else:
-        app = build_app(config, served)
+    app = build_app(config, *(() if served is None else (served.metrics, served.held)))
     worker = faust.Worker(app, loglevel=loglevel, quiet=True)
     # Faust's start-up spinner sets the root logger to DEBUG to turn on every record: each
     # debug call of aiokafka (one per record sent) and Faust then builds a record that the
@@ -130,4 +121,4 @@ def run_worker(config: WorkerConfig, loglevel: str = "warning") -> None:
         worker.execute_from_commandline()
     finally:
         if served is not None:
-            served.stop()
+            served.server.stop()

@@ -17,7 +17,8 @@ from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
 from neardup.core.prepared_codec import decode_batch
 from neardup.state import State
 
-from ..detection import BatchListener, Detector, encode_event
+from ..detection import BatchListener, BatchResult, Detector, Stage, encode_event
+from ..detection.history import DEFAULT_HISTORY_EVERY, HistoryRecorder
 from .inputs import DeadLetter, iter_records
 from .prepare_work import (
     DEFAULT_BATCH_BYTES,
@@ -95,6 +96,7 @@ def run(
     prepare: PrepareMode = "thread",
     listeners: Sequence[BatchListener] = (),
     signals: StopSignals | None = None,
+    history_every: float = DEFAULT_HISTORY_EVERY,
 ) -> RunSummary:
     """Process every input into the state; write events and dead letters as JSON Lines.
 
@@ -103,10 +105,32 @@ def run(
     thread gains little). ``observers`` (``progress.py``) see the summary after every batch and
     at the end; ``listeners`` (the service's metrics and dashboard) each batch and dead letter.
     ``signals``: a stop they ask for ends the input; what was read before it is stored, and
-    the summary says so (``RunSummary.stopped_by``)."""
+    the summary says so (``RunSummary.stopped_by``). ``history_every``: seconds between two
+    samples of the state's history (``detection.history``)."""
     detector = Detector(state)
+    history = HistoryRecorder(history_every)
     summary = RunSummary()
     started = time.monotonic()
+
+    def detect(pages: Future[Prepared], dead: int) -> tuple[BatchResult, dict[Stage, float]]:
+        """One batch into the state, with its dead letters' count and, every few seconds, a
+        sample of the state's history, in one write."""
+        prepared, preparing = pages.result()
+        if isinstance(prepared, bytes):
+            decoding = time.perf_counter()
+            prepared = decode_batch(prepared, state.settings)
+            preparing += time.perf_counter() - decoding
+        view, result = detector.stage(prepared)
+        view.counters.add("dead_letters", dead)
+        history.record(view, result)
+        committing = time.perf_counter()
+        view.commit()
+        seconds: dict[Stage, float] = {
+            "prepare": preparing,
+            **result.stage_seconds,
+            "commit": time.perf_counter() - committing,
+        }
+        return result, seconds
 
     def finish(pages: Future[Prepared] | None, dead: list[DeadLetter]) -> None:
         for letter in dead:
@@ -115,20 +139,12 @@ def run(
                 dead_letters.write(json.dumps(letter.to_json()) + "\n")
             for listener in listeners:
                 listener.dead_letter(letter.reason)
-        if pages is not None:
-            prepared, preparing = pages.result()
-            if isinstance(prepared, bytes):
-                decoding = time.perf_counter()
-                prepared = decode_batch(prepared, state.settings)
-                preparing += time.perf_counter() - decoding
-            view, result = detector.stage(prepared)
-            committing = time.perf_counter()
+        if pages is None:
+            view = state.view()
+            view.counters.add("dead_letters", len(dead))
             view.commit()
-            seconds = {
-                "prepare": preparing,
-                **result.stage_seconds,
-                "commit": time.perf_counter() - committing,
-            }
+        else:
+            result, seconds = detect(pages, len(dead))
             for listener in listeners:
                 listener.batch_done(result, seconds)
             summary.add(result)

@@ -10,8 +10,9 @@ programs started with ``subprocess``, hence this module.
 The kernel sends the signal when the *thread* that started the child ends: start children
 from a thread that lives as long as they should (the main thread, or an event loop's).
 
-``python -m neardup.streams.running.lifetime PARENT_PID PROGRAM ARG...`` runs a program tied
-to ``PARENT_PID`` (the signal request survives ``exec``); ``tied_command`` builds that line.
+``tied_command`` builds the command line that runs a program tied to this process: a small
+Python program asks for the signal and then becomes the program (the request survives
+``exec``).
 """
 
 from __future__ import annotations
@@ -69,16 +70,20 @@ def prepare_child(parent: int) -> None:
     os.close(devnull)
 
 
+#: the launcher of ``tied_command``: asks for SIGKILL at its parent's death, checks the
+#: parent is still the one that started it, then becomes the program (no import of neardup)
+_LAUNCHER = """
+import ctypes, os, signal, sys
+parent, program = int(sys.argv[1]), sys.argv[2:]
+if sys.platform.startswith("linux"):
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+if os.getppid() != parent:
+    os._exit(1)
+os.execvp(program[0], program)
+"""
+
+
 def tied_command(argv: list[str]) -> list[str]:
-    """The command line that runs ``argv`` tied to this process."""
-    return [sys.executable, "-m", __name__, str(os.getpid()), *argv]
-
-
-def _main(arguments: list[str]) -> None:
-    parent, *argv = arguments
-    die_with_parent(int(parent), watch=False)
-    os.execvp(argv[0], argv)
-
-
-if __name__ == "__main__":
-    _main(sys.argv[1:])
+    """The command line that runs ``argv`` tied to this process (on Linux; elsewhere the
+    program runs untied)."""
+    return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), *argv]

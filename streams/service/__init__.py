@@ -1,44 +1,38 @@
-"""The service: Prometheus metrics, the live dashboard and the JSON query API over HTTP.
+"""The service: the JSON query API, the dashboard and Prometheus metrics, over HTTP (aiohttp).
 
-sources.py   the state a request reads: a runtime's own (LiveState) or a follower's
-metrics.py   Prometheus instruments and the state's counters at scrape time
-timeline.py  what the dashboard plots: sampled numbers and cluster growth
-api.py       the JSON endpoints (version 1), each a function of one request
-openapi.py   their OpenAPI description
-http.py      the server: routing, auth, limits, JSON errors, the dashboard page
-relay.py     a runtime's front: a follower child serving its address, relaying what only it knows
-fronted.py   a runtime's service behind a front, and the runtime's own service it relays to
-errors.py    what a request can get wrong, as HTTP statuses
+``neardup serve`` answers the API and the dashboard from a state it follows; the writers
+(``neardup run``, ``neardup worker``) serve ``/metrics`` and ``/healthz``.
+
+sources.py    the state a request reads: one lent by its process (LiveState) or a follower
+schemas.py    the API's bodies and answers (msgspec Structs)
+api.py        the endpoints, each a function of its parsed inputs
+endpoints.py  the table of endpoints: paths, methods, parameters, types
+openapi.py    the OpenAPI description, generated from the table and the Structs
+metrics.py    Prometheus instruments and the state's counters at scrape time
+app.py        the aiohttp applications: routes, the token, JSON errors, the query pool
+server.py     serving an application on an address, in a thread of its own
+errors.py     what a request can get wrong, as HTTP statuses
 """
 
-from .api import API_PREFIX, Api, Limits, Request
+from .api import API_PREFIX, Api
+from .app import QueryPool, dashboard_page, query_app, writer_app
 from .errors import ApiError
-from .fronted import Fronted
-from .http import Service, parse_address
 from .metrics import Metrics
-from .relay import OWN_TOKEN_ENV, Front, Relay, own_token
+from .server import HttpServer, parse_address
 from .sources import FollowedState, LiveState, StateSource
-from .timeline import Timeline
-from .wire import family_of, url_of
 
 __all__ = [
     "API_PREFIX",
-    "OWN_TOKEN_ENV",
     "Api",
     "ApiError",
     "FollowedState",
-    "Front",
-    "Fronted",
-    "Limits",
+    "HttpServer",
     "LiveState",
     "Metrics",
-    "Relay",
-    "Request",
-    "Service",
+    "QueryPool",
     "StateSource",
-    "Timeline",
-    "family_of",
-    "own_token",
+    "dashboard_page",
     "parse_address",
-    "url_of",
+    "query_app",
+    "writer_app",
 ]

@@ -1,290 +1,191 @@
-"""The JSON query API (version 1): each endpoint is one function of a parsed request.
+"""The JSON query API (version 1): each endpoint a function of its parsed inputs, answering
+with a Struct of ``schemas.py``.
 
 The answers are those of the CLI (``running.queries``, ``running.reports``), computed from
-the documents a request names: no endpoint reads every cluster or every document. What a
-request gets wrong is an ``ApiError`` (errors.py), answered with its status and a JSON body.
+the documents a request names: no endpoint reads every cluster or every document. The
+dashboard's history and the growing clusters come from the samples the writer keeps in the
+state (``state/timeline.py``), so any reader of the state, started at any time, draws them.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections import Counter
 
-import msgspec
 from neardup.core import Page
+from neardup.core.markup import check_markup
+from neardup.state import Sample as StoredSample
 from neardup.state import State
 
 from ..detection import format_id
+from ..detection.history import SAMPLED_COUNTERS
 from ..running import queries, reports
-from .errors import BadRequestError, MethodNotAllowedError, NotFoundError
+from . import schemas
+from .errors import BadRequestError, NotFoundError
 from .metrics import size_class_label
 from .sources import StateSource
-from .timeline import Timeline
 
-__all__ = ["API_PREFIX", "Api", "Limits", "Request"]
+__all__ = ["API_PREFIX", "Api"]
 
 API_PREFIX = "/api/v1"
 
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """What one request may ask for (documented in docs/service.md and the OpenAPI
-    description)."""
-
-    #: bytes of a request body (a posted document, a fold request)
-    max_body_bytes: int = 4 << 20
-    #: items of a fold request (a result page is ten; the textbook folds fifty)
-    max_fold_items: int = 200
-    #: ``limit`` of a listing
-    max_limit: int = 1000
-
-    def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_fold_items", "max_limit"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"Limits({name}={value!r}): use a positive integer")
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    method: str
-    #: the path below API_PREFIX, e.g. "/clusters/0123456789abcdef"
-    path: str
-    query: Mapping[str, Sequence[str]]
-    body: bytes = b""
-
-
-Handler = Callable[["Api", Request, dict[str, str]], Any]
+#: what the duplicates of a sample are counted by
+_DUPLICATES = [name for name in SAMPLED_COUNTERS if name.startswith("duplicates:")]
 
 
 class Api:
-    """The endpoints over one state source; ``answer`` routes a request to one of them."""
+    """The endpoints over one state source; each reads the state for one answer."""
 
-    def __init__(
-        self, source: StateSource, timeline: Timeline | None = None, limits: Limits | None = None
-    ) -> None:
+    def __init__(self, source: StateSource, window: float = 60.0) -> None:
         self.source = source
-        self.timeline = timeline
-        self.limits = limits or Limits()
+        #: seconds back that the growing clusters are counted over
+        self.window = window
 
-    def answer(self, request: Request) -> Any:
-        """The JSON answer to a request, or an ApiError."""
-        allowed: list[str] = []
-        for method, pattern, handler in _ROUTES:
-            found = pattern.fullmatch(request.path)
-            if found is None:
-                continue
-            if method != request.method:
-                allowed.append(method)
-                continue
-            return handler(self, request, found.groupdict())
-        if allowed:
-            methods = tuple(sorted(set(allowed)))
-            raise MethodNotAllowedError(
-                f"{request.method} is not allowed on {API_PREFIX}{request.path}: use "
-                + " or ".join(methods),
-                methods,
-            )
-        raise NotFoundError(
-            f"no endpoint {API_PREFIX}{request.path}: see {API_PREFIX}/openapi.json"
-        )
-
-    # -- the endpoints -------------------------------------------------------------------
-
-    def stats(self, request: Request, _: dict[str, str]) -> Any:
+    def stats(self) -> schemas.Stats:
         with self.source.reading() as state:
-            return reports.statistics(state, flush=False)
+            answer = reports.statistics(state, flush=False)
+        return schemas.answer_of(answer, schemas.Stats)
 
-    def similar_to_url(self, request: Request, _: dict[str, str]) -> Any:
-        url = _text(request, "url")
-        limit = self._limit(request, 10)
+    def similar_to_url(self, url: str, limit: int) -> schemas.SimilarToStored:
         with self.source.reading() as state:
-            return _known(queries.similar_to_stored(state, url, limit), f"url {url!r}")
+            answer = _known(queries.similar_to_stored(state, url, limit), f"url {url!r}")
+        return schemas.answer_of(answer, schemas.SimilarToStored)
 
-    def similar_to_content(self, request: Request, _: dict[str, str]) -> Any:
-        body = self._object(request)
-        content = _field(body, "content", str, required=True)
-        content_type = _field(body, "content_type", str) or "text/html"
-        url = _field(body, "url", str) or "query:"
-        limit = _field(body, "limit", int)
-        limit = 10 if limit is None else self._check_limit(limit)
-        floor = _field(body, "min_resemblance", float)
-        floor = 0.0 if floor is None else _fraction("min_resemblance", floor)
-        containment = _field(body, "containment", float)
-        if containment is not None and not 0.0 < containment <= 1.0:
-            raise BadRequestError(f"containment={containment} must be above 0 and at most 1")
-        excerpts = _field(body, "excerpts", bool) or False
-        _only(
-            body,
-            {
-                "content",
-                "content_type",
-                "url",
-                "limit",
-                "min_resemblance",
-                "containment",
-                "excerpts",
-            },
-        )
-        page = Page(url=url, content=content, content_type=content_type)
+    def similar_to_content(self, query: schemas.SimilarQuery) -> schemas.Similar:
+        page = _page(query.url, query.content, query.content_type)
         with self.source.reading() as state:
-            if containment is not None and not state.settings.containment_sample:
+            if query.containment is not None and not state.settings.containment_sample:
                 raise BadRequestError(
                     "this state keeps no containment index (containment_sample 0): "
                     "leave out containment"
                 )
-            matches = reports.similar_to_content(state, page, limit, floor, containment, excerpts)
-            return {"matches": matches}
-
-    def cluster_of_url(self, request: Request, _: dict[str, str]) -> Any:
-        url = _text(request, "url")
-        with self.source.reading() as state:
-            return _known(queries.cluster_of_url(state, url), f"url {url!r}")
-
-    def cluster(self, request: Request, path: dict[str, str]) -> Any:
-        cluster_id = _id(path["id"], "cluster id")
-        after_text = _optional_text(request, "after")
-        after = None if after_text is None else _id(after_text, "after")
-        limit = self._limit(request, 100)
-        with self.source.reading() as state:
-            answer = queries.cluster_by_id(state, cluster_id, after, limit)
-        return _known(answer, f"cluster {path['id']}")
-
-    def largest(self, request: Request, _: dict[str, str]) -> Any:
-        limit = self._limit(request, 10)
-        with self.source.reading() as state:
-            return {"clusters": queries.largest_clusters(state, limit)}
-
-    def growing(self, request: Request, _: dict[str, str]) -> Any:
-        limit = self._limit(request, 10)
-        with self.source.reading() as state:
-            return {
-                "window_seconds": None if self.timeline is None else self.timeline.growth.window,
-                "clusters": self._growing(state, limit),
-            }
-
-    def lost_and_found(self, request: Request, _: dict[str, str]) -> Any:
-        url = _text(request, "url")
-        limit = self._limit(request, 10)
-        with self.source.reading() as state:
-            return _known(queries.lost_and_found(state, url, limit), f"url {url!r}")
-
-    def history(self, request: Request, _: dict[str, str]) -> Any:
-        url = _text(request, "url")
-        with self.source.reading() as state:
-            return _known(queries.history(state, url), f"url {url!r}")
-
-    def fold(self, request: Request, _: dict[str, str]) -> Any:
-        body = self._object(request)
-        raw_items = _field(body, "items", list, required=True)
-        threshold = _field(body, "threshold", float)
-        _only(body, {"items", "threshold"})
-        if len(raw_items) > self.limits.max_fold_items:
-            raise BadRequestError(
-                f"{len(raw_items)} items to fold, over the limit of {self.limits.max_fold_items}"
+            matches = reports.similar_to_content(
+                state,
+                page,
+                int(query.limit),
+                query.min_resemblance,
+                query.containment,
+                query.excerpts,
             )
-        items = [_fold_item(item, at) for at, item in enumerate(raw_items)]
-        with self.source.reading() as state:
-            chosen = state.settings.threshold if threshold is None else threshold
-            return {"groups": queries.fold(state, items, _fraction("threshold", chosen))}
+        return schemas.answer_of({"matches": matches}, schemas.Similar)
 
-    def dashboard(self, request: Request, _: dict[str, str]) -> Any:
-        since = _optional_float(request, "since") or 0.0
+    def cluster_of_url(self, url: str) -> schemas.ClusterOf:
+        with self.source.reading() as state:
+            answer = _known(queries.cluster_of_url(state, url), f"url {url!r}")
+        return schemas.answer_of(answer, schemas.ClusterOf)
+
+    def cluster(self, cluster: str, after: str | None, limit: int) -> schemas.Cluster:
+        cluster_id = _id(cluster, "cluster id")
+        after_id = None if after is None else _id(after, "after")
+        with self.source.reading() as state:
+            answer = queries.cluster_by_id(state, cluster_id, after_id, limit)
+        known = _known(answer, f"cluster {cluster}")
+        return schemas.answer_of(known, schemas.Cluster)
+
+    def largest(self, limit: int) -> schemas.Largest:
+        with self.source.reading() as state:
+            answer = {"clusters": queries.largest_clusters(state, limit)}
+        return schemas.answer_of(answer, schemas.Largest)
+
+    def growing(self, limit: int) -> schemas.Growing:
+        with self.source.reading() as state:
+            clusters = self._growing(state, limit)
+        return schemas.Growing(self.window, clusters)
+
+    def lost_and_found(self, url: str, limit: int) -> schemas.LostAndFound:
+        with self.source.reading() as state:
+            answer = _known(queries.lost_and_found(state, url, limit), f"url {url!r}")
+        return schemas.answer_of(answer, schemas.LostAndFound)
+
+    def history(self, url: str) -> schemas.History:
+        with self.source.reading() as state:
+            answer = _known(queries.history(state, url), f"url {url!r}")
+        return schemas.answer_of(answer, schemas.History)
+
+    def fold(self, query: schemas.FoldQuery) -> schemas.FoldAnswer:
+        items: list[str | Page] = [
+            item if isinstance(item, str) else _page(item.url, item.content, item.content_type)
+            for item in query.items
+        ]
+        with self.source.reading() as state:
+            threshold = state.settings.threshold if query.threshold is None else query.threshold
+            groups = queries.fold(state, items, threshold)
+        return schemas.answer_of({"groups": groups}, schemas.FoldAnswer)
+
+    def dashboard(self, since: float) -> schemas.Dashboard:
         with self.source.reading() as state:
             view = state.view()
+            samples = [_sample(sample) for sample in view.timeline.samples(since)]
             sizes = view.clusters.size_classes()
-            return {
-                "now": round(time.time(), 3),
-                "samples": [] if self.timeline is None else self.timeline.samples(since),
-                "size_distribution": [
-                    {"size": size_class_label(c), "clusters": sizes[c]} for c in sorted(sizes)
-                ],
-                "largest": queries.largest_clusters(state, 10),
-                "growing": self._growing(state, 10),
-                "window_seconds": None if self.timeline is None else self.timeline.growth.window,
-            }
+            largest = queries.largest_clusters(state, 10)
+            growing = self._growing(state, 10)
+        return schemas.Dashboard(
+            now=round(time.time(), 3),
+            samples=samples,
+            size_distribution=[
+                schemas.SizeClass(size_class_label(c), sizes[c]) for c in sorted(sizes)
+            ],
+            largest=[schemas.answer_of(c, schemas.ClusterSummary) for c in largest],
+            growing=growing,
+            window_seconds=self.window,
+        )
 
-    # -- helpers -------------------------------------------------------------------------
-
-    def _growing(self, state: State, limit: int) -> list[dict[str, Any]]:
-        if self.timeline is None:
-            return []
+    def _growing(self, state: State, limit: int) -> list[schemas.GrowingCluster]:
+        """The clusters that grew most in the last ``window`` seconds, from the samples the
+        writer recorded: a retired cluster's growth is its survivor's."""
         view = state.view()
+        joined: Counter[int] = Counter()
+        for sample in view.timeline.samples(time.time() - self.window):
+            for cluster, documents in sample.grew:
+                joined[view.clusters.find(cluster)] += documents
         answer = []
-        for cluster, joined in self.timeline.growth.fastest(limit, time.time()):
-            root = view.clusters.find(cluster)
+        for root, documents in sorted(joined.items(), key=lambda item: (-item[1], item[0])):
             ref = view.documents.ref(root)
             answer.append(
-                {
-                    "cluster": format_id(root),
-                    "joined": joined,
-                    "size": view.clusters.info(root).size,
-                    "first": {"id": format_id(root), "url": ref.url if ref else None},
-                }
+                schemas.GrowingCluster(
+                    cluster=format_id(root),
+                    joined=documents,
+                    size=view.clusters.info(root).size,
+                    first=schemas.Doc(
+                        format_id(root),
+                        ref.url if ref else None,
+                        (ref.fetched_at or None) if ref else None,
+                    ),
+                )
             )
+            if len(answer) == limit:
+                break
         return answer
 
-    def _limit(self, request: Request, default: int) -> int:
-        text = _optional_text(request, "limit")
-        if text is None:
-            return default
-        try:
-            value = int(text)
-        except ValueError:
-            raise BadRequestError(f"limit={text!r} is not an integer") from None
-        return self._check_limit(value)
 
-    def _check_limit(self, value: int) -> int:
-        if not 1 <= value <= self.limits.max_limit:
-            raise BadRequestError(f"limit={value} must be from 1 to {self.limits.max_limit}")
-        return value
-
-    def _object(self, request: Request) -> dict[str, Any]:
-        try:
-            body = _BODY.decode(request.body)  # msgspec: strict UTF-8 and JSON, no NaN
-        except (ValueError, UnicodeDecodeError) as error:
-            raise BadRequestError(f"the body is not JSON: {error}") from None
-        if not isinstance(body, dict):
-            raise BadRequestError(f"the body must be a JSON object, not {type(body).__name__}")
-        return body
+def _sample(sample: StoredSample) -> schemas.Sample:
+    counters = sample.counters
+    return schemas.Sample(
+        time=round(sample.time, 3),
+        documents=counters.get("documents", 0),
+        clusters=counters.get("clusters", 0),
+        documents_in_clusters=counters.get("documents_in_clusters", 0),
+        merges=counters.get("cluster_merges", 0),
+        duplicates={name.partition(":")[2]: counters.get(name, 0) for name in _DUPLICATES},
+        contained=counters.get("contained", 0),
+        largest_cluster=counters.get("largest_cluster", 0),
+        dead_letters=counters.get("dead_letters", 0),
+    )
 
 
-def _known(answer: dict[str, Any], what: str) -> dict[str, Any]:
+def _page(url: str, content: str, content_type: str) -> Page:
+    """A posted page, held to the markup bound that input records are held to."""
+    try:
+        check_markup(content, content_type)
+    except ValueError as error:
+        raise BadRequestError(f"the page at {url!r} is refused: {error}") from None
+    return Page(url=url, content=content, content_type=content_type)
+
+
+def _known(answer: dict[str, object], what: str) -> dict[str, object]:
     if not answer.get("known", True):
         raise NotFoundError(f"{what} is not in the state")
     return answer
-
-
-def _optional_text(request: Request, name: str) -> str | None:
-    values = request.query.get(name)
-    if not values:
-        return None
-    if len(values) > 1:
-        raise BadRequestError(f"{name} is given {len(values)} times: give it once")
-    return values[0]
-
-
-def _text(request: Request, name: str) -> str:
-    value = _optional_text(request, name)
-    if value is None or not value:
-        raise BadRequestError(f"the query parameter {name} is required")
-    return value
-
-
-def _optional_float(request: Request, name: str) -> float | None:
-    text = _optional_text(request, name)
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise BadRequestError(f"{name}={text!r} is not a number") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise BadRequestError(f"{name}={text!r} is not a finite number")
-    return value
 
 
 def _id(text: str, name: str) -> int:
@@ -292,83 +193,3 @@ def _id(text: str, name: str) -> int:
         return queries.parse_id(text)
     except ValueError as error:
         raise BadRequestError(f"{name}: {error}") from None
-
-
-def _field(body: Mapping[str, Any], name: str, kind: type, required: bool = False) -> Any:
-    if name not in body:
-        if required:
-            raise BadRequestError(f"the field {name!r} is required")
-        return None
-    value = body[name]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise BadRequestError(
-            f"the field {name!r} must be {_KINDS[kind]}, not {type(value).__name__}"
-        )
-    return value
-
-
-_KINDS: dict[type, str] = {
-    str: "a string",
-    int: "an integer",
-    float: "a number",
-    list: "a list",
-    bool: "true or false",
-}
-
-
-def _only(body: Mapping[str, Any], known: set[str]) -> None:
-    unknown = sorted(set(body) - known)
-    if unknown:
-        raise BadRequestError(
-            f"unknown fields: {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
-
-
-def _fraction(name: str, value: float) -> float:
-    if not 0.0 <= value <= 1.0:
-        raise BadRequestError(f"{name}={value} must be from 0 to 1")
-    return value
-
-
-def _fold_item(item: Any, at: int) -> str | Page:
-    if isinstance(item, str):
-        if not item:
-            raise BadRequestError(f"items[{at}] is an empty URL")
-        return item
-    if isinstance(item, dict):
-        try:
-            _only(item, {"url", "content", "content_type"})
-            url = _field(item, "url", str, required=True)
-            content = _field(item, "content", str, required=True)
-            content_type = _field(item, "content_type", str) or "text/html"
-        except BadRequestError as error:
-            raise BadRequestError(f"items[{at}]: {error.message}") from None
-        return Page(url=url, content=content, content_type=content_type)
-    raise BadRequestError(
-        f"items[{at}] must be a URL (string) or a page ({{url, content}}), "
-        f"not {type(item).__name__}"
-    )
-
-
-#: request bodies: JSON objects (three times the json module's speed on a 5 KB page)
-_BODY = msgspec.json.Decoder()
-
-_ID = r"(?P<id>[^/]+)"
-_ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = tuple(
-    (method, re.compile(pattern), handler)
-    for method, pattern, handler in (
-        ("GET", "/stats", Api.stats),
-        ("GET", "/similar", Api.similar_to_url),
-        ("POST", "/similar", Api.similar_to_content),
-        ("GET", "/cluster-of", Api.cluster_of_url),
-        ("GET", "/clusters/largest", Api.largest),
-        ("GET", "/clusters/growing", Api.growing),
-        ("GET", "/clusters/" + _ID, Api.cluster),
-        ("GET", "/lost-and-found", Api.lost_and_found),
-        ("GET", "/history", Api.history),
-        ("POST", "/fold", Api.fold),
-        ("GET", "/dashboard", Api.dashboard),
-    )
-)

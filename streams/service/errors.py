@@ -7,7 +7,9 @@ ApiError                    any refused request: status, code, message
 ├── NotFoundError           404: an unknown path, URL or cluster
 ├── MethodNotAllowedError   405: a known path asked with another method
 ├── PayloadTooLargeError    413: a body over the documented limit
-└── UnavailableError        503: no state to answer from (yet)
+├── UnsupportedError        501: a transfer coding other than chunked
+├── VersionError            505: an HTTP version other than 1.0 and 1.1
+└── UnavailableError        503: no state to answer from (yet), or too many queries waiting
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ __all__ = [
     "PayloadTooLargeError",
     "UnauthorizedError",
     "UnavailableError",
+    "UnsupportedError",
+    "VersionError",
 ]
 
 
@@ -67,6 +71,16 @@ class MethodNotAllowedError(ApiError):
 class PayloadTooLargeError(ApiError):
     status = 413
     code = "payload_too_large"
+
+
+class UnsupportedError(ApiError):
+    status = 501
+    code = "not_implemented"
+
+
+class VersionError(ApiError):
+    status = 505
+    code = "http_version_not_supported"
 
 
 class UnavailableError(ApiError):

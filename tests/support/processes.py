@@ -1,4 +1,4 @@
-"""The process tree, read from Linux's /proc: a runtime's children, and what is left of them."""
+"""The process tree, read from Linux's /proc: a process's children, and what is left of them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ __all__ = [
     "HAS_PROC",
     "alive",
     "descendants",
-    "fronts_of",
     "gone",
     "left_behind",
 ]
@@ -40,11 +39,6 @@ def descendants(pid: int) -> list[int]:
         found += children
         waiting += children
     return found
-
-
-def fronts_of(pid: int) -> list[int]:
-    """The ``neardup serve`` children of ``pid``: its service's front, if it has one."""
-    return [child for child in _children(pid) if b"\x00serve\x00" in _cmdline(child)]
 
 
 def _cmdline(pid: int) -> bytes:

@@ -6,6 +6,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from neardup.state import State
 from neardup.streams import Detector
-from neardup.streams.service import LiveState, Service
+from neardup.streams.service import HttpServer, LiveState, StateSource, query_app
 
 from tests.helpers import family_pages, two_sweeps
 
@@ -67,10 +68,22 @@ def swept_state(tmp_path: Path) -> Iterator[State]:
         yield state
 
 
-@pytest.fixture
-def service(swept_state: State) -> Iterator[Service]:
-    running = Service(LiveState(swept_state), interval=0.2).start()
+@contextmanager
+def serving(
+    state: State | StateSource,
+    token: str | None = None,
+    address: tuple[str, int] = ("127.0.0.1", 0),
+) -> Iterator[HttpServer]:
+    """``neardup serve``'s service over a state (lent by this process) or a source."""
+    source = LiveState(state) if isinstance(state, State) else state
+    server = HttpServer(query_app(source, token), address).start()
     try:
-        yield running
+        yield server
     finally:
-        running.stop()
+        server.stop()
+
+
+@pytest.fixture
+def service(swept_state: State) -> Iterator[HttpServer]:
+    with serving(swept_state) as running:
+        yield running

@@ -7,7 +7,7 @@ import json
 import re
 
 from neardup.state import State
-from neardup.streams.service import Service
+from neardup.streams.service import HttpServer
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import REPO
@@ -15,7 +15,7 @@ from tests.helpers import REPO
 from .conftest import call
 
 
-def _scrape(service: Service) -> dict[str, tuple[str, dict[tuple[tuple[str, str], ...], float]]]:
+def _scrape(service: HttpServer) -> dict[str, tuple[str, dict[tuple[tuple[str, str], ...], float]]]:
     """Exposed name -> (type, labels -> value) of one scrape."""
     answer = call(service.url + "/metrics")
     assert answer.status == 200 and answer.headers["Content-Type"].startswith("text/plain")
@@ -37,7 +37,7 @@ def _documented() -> dict[str, str]:
     return dict(re.findall(r"^\| `(neardup_[a-z_]+)` \| (\w+) \|", table, re.MULTILINE))
 
 
-def test_the_state_numbers_are_the_state(service: Service, swept_state: State) -> None:
+def test_the_state_numbers_are_the_state(service: HttpServer, swept_state: State) -> None:
     scraped = _scrape(service)
     view = swept_state.view()
     groups = view.clusters.members()
@@ -57,12 +57,12 @@ def test_the_state_numbers_are_the_state(service: Service, swept_state: State) -
     assert value("neardup_state_bytes") > 0
 
 
-def test_every_metric_is_documented_with_its_type(service: Service) -> None:
+def test_every_metric_is_documented_with_its_type(service: HttpServer) -> None:
     scraped = {name: kind for name, (kind, _) in _scrape(service).items()}
     assert scraped == _documented()
 
 
-def test_every_metric_the_grafana_dashboard_queries_exists(service: Service) -> None:
+def test_every_metric_the_grafana_dashboard_queries_exists(service: HttpServer) -> None:
     dashboard = json.loads((REPO / "deploy/grafana/dashboards/neardup.json").read_text())
     exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
     assert len(exprs) >= 10

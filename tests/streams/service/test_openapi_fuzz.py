@@ -10,27 +10,21 @@ from pathlib import Path
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from neardup.state import State
-from neardup.streams.service import API_PREFIX, Limits, LiveState, Service
+from neardup.streams.service import API_PREFIX
 from neardup.streams.service.openapi import openapi
 
-from .conftest import build_state
+from .conftest import build_state, serving
 
 pytestmark = pytest.mark.slow
 
-LIMITS = Limits(max_body_bytes=64 * 1024, max_fold_items=20, max_limit=50)
-schema = schemathesis.openapi.from_dict(openapi(LIMITS))
+schema = schemathesis.openapi.from_dict(openapi())
 
 
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     path: Path = tmp_path_factory.mktemp("fuzz") / "state"
-    with build_state(path) as state:
-        service = Service(LiveState(state), limits=LIMITS, interval=0.5).start()
-        try:
-            yield service.url + API_PREFIX
-        finally:
-            service.stop()
+    with build_state(path) as state, serving(state) as service:
+        yield service.url + API_PREFIX
 
 
 @schema.parametrize()
@@ -49,5 +43,4 @@ def test_the_description_is_served(fuzzed: str) -> None:
     import urllib.request
 
     with urllib.request.urlopen(fuzzed + "/openapi.json", timeout=10) as answer:
-        assert json.load(answer) == openapi(LIMITS)
-    assert isinstance(State, type)
+        assert json.load(answer) == openapi()
