@@ -3,12 +3,12 @@ at a time.
 
 Appending a document to a posting list reads the list and writes it back whole (rocksdict
 has no merge operator). A page of a near-duplicate family appends to the lists its family
-appended to a moment before: on the 20k benchmark corpus, the containment lists appended to
-batch by batch (256 pages) took 658k rewrites for 891k postings. So a batch writes its new
+appended to a moment before, so lists appended to batch by batch are rewritten again and
+again (docs/containment.md, "The posting log", has the counts). So a batch writes its new
 postings as one record of the log instead, and folds one of ``FOLD_RANGES`` key ranges (the
 top four bits of a key) of every record into the lists. A posting then waits at most
 ``FOLD_RANGES`` batches, and a list gets all its family's postings of those batches in one
-rewrite: 296k rewrites for the same postings, with the same cost every batch.
+rewrite, with the same cost every batch.
 
 A reader sees a list as its stored value followed by the postings of its key still in the
 log, in the order they were logged: exactly the list that posting batch by batch would have
@@ -153,9 +153,9 @@ class _Live:
     in every range, so its entries are passed over too).
 
     A reader gets a new snapshot at each batch of its writer, which adds a record and folds
-    a range: merging each one at once copied every array three times (6-9 ms a batch for a
-    follower of a 100k-document state, more than ten queries' lookups); merged every few,
-    in one copy, a batch costs a few searches more per query until then."""
+    a range: merging each one at once copied every array three times a batch, more than the
+    lookups of many queries cost (docs/containment.md); merged every few, in one copy, a
+    batch costs a few searches more per query until then."""
 
     keys: U32
     seqs: I64
@@ -259,7 +259,7 @@ class _Live:
 #: records a reader's live postings search one by one before merging them
 _RECENT = 4
 #: lookups of one snapshot after which its recent records are merged (a writer gone quiet:
-#: a merge costs about as much as a hundred lookups save)
+#: past that many lookups, the searches a merge saves outweigh its copy)
 _MERGE_AFTER = 200
 
 
@@ -352,7 +352,7 @@ class LoggedPostings:
         self._raw: bytes | None = None
         self._snapshot: _Snapshot | None = None
         #: records this process wrote, as encoded: one read back as written is not decoded
-        #: again (a writer reads each batch's record at its next batch: 1 ms a record)
+        #: again (a writer reads each batch's record back at its next batch)
         self._offered: dict[int, tuple[bytes, _Record]] = {}
 
     def offer(self, record: _Record, raw: bytes) -> None:

@@ -158,7 +158,7 @@ def test_rocksdb_write_ahead_log_stays_bounded(
             docs = {rng.randbytes(8): rng.randbytes(1000) for _ in range(100)}
             rocks.write({"docs": docs, "meta": {b"batches": str(batch).encode()}})
         # The bound is checked on writes and met by flushes in RocksDB's threads, so the log
-        # overshoots it for a while (up to 11 MB seen here, on a loaded machine); unbounded,
+        # overshoots it for a while (further on a loaded machine); unbounded,
         # it keeps everything written. The flushes in flight end after the last write.
         deadline = time.monotonic() + 30
         while bounded and logs() >= 16 << 20 and time.monotonic() < deadline:
