@@ -304,22 +304,18 @@ class _Snapshot:
             object.__setattr__(self, "_live", live)
         return live.lookup(keys, self._folded)
 
-    def unfolded(self, fold_range: int | None) -> tuple[U32, I64, list[int], list[int]]:
-        """The postings of a range (None: of every range) not yet folded, in the order they
-        were logged: their keys, the document of each (an index into the documents that
-        follow), and the ids and sizes of the records' documents, record after record."""
+    def unfolded(self, fold_range: int) -> tuple[U32, I64, list[int], list[int]]:
+        """The postings of a range not yet folded, in the order they were logged: their keys,
+        the document of each (an index into the documents that follow), and the ids and sizes
+        of the records' documents, record after record."""
         keys: list[U32] = []
         owners: list[I64] = []
         doc_ids: list[int] = []
         sizes: list[int] = []
         for record in self.records:
-            if fold_range is None:
-                live = record.seq > self._folded[_ranges(record.keys)]
-                chosen, owner = record.keys[live], record.owners[live]
-            elif record.seq <= self.marks.folded[fold_range]:
+            if record.seq <= self.marks.folded[fold_range]:
                 continue
-            else:
-                chosen, owner = record.in_range(fold_range)
+            chosen, owner = record.in_range(fold_range)
             keys.append(chosen)
             owners.append(owner + len(doc_ids))
             doc_ids += record.doc_ids.tolist()
@@ -412,20 +408,6 @@ class PostingLog:
         self._marks: _Marks | None = None
         self._written: list[_Record] = []
         self._deleted: set[int] = set()
-
-    def fold_all(self) -> None:
-        """Fold every posting of the log into the lists, and empty the log: the lists are
-        then what posting batch by batch would have stored (a state to compare byte for
-        byte with another that was given the same documents in other batches)."""
-        snapshot = self._snapshot()
-        keys, owners, doc_ids, sizes = snapshot.unfolded(None)
-        self._index.post_flat(keys, owners, doc_ids, sizes)
-        for record in snapshot.records:
-            self._tx.delete(self._logged.table, record.seq.to_bytes(8, "big"))
-            self._deleted.add(record.seq)
-        self._written = []
-        last = snapshot.marks.next_seq - 1
-        self._mark(_Marks(last + 1, (last,) * FOLD_RANGES))
 
     @property
     def lists(self) -> PostingIndex:

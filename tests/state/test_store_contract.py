@@ -81,12 +81,18 @@ def test_transaction_reads_its_own_writes_and_commits_atomically(store: Store) -
     assert store.get("docs", b"old") is None
 
 
-def test_rolled_back_transaction_leaves_no_trace(store: Store) -> None:
+def test_an_uncommitted_transaction_leaves_no_trace(store: Store) -> None:
+    """A transaction never committed (a batch that failed midway) changes nothing stored."""
+    earlier = Transaction(store)
+    earlier.put("docs", b"old", b"1")
+    earlier.commit()
     tx = Transaction(store)
     tx.put("docs", b"k", b"v")
-    tx.rollback()
-    tx.commit()
-    assert store.get("docs", b"k") is None
+    tx.delete("docs", b"old")
+    assert tx.get("docs", b"k") == b"v" and tx.get("docs", b"old") is None
+    del tx
+    assert store.get("docs", b"k") is None and store.get("docs", b"old") == b"1"
+    assert Transaction(store).get_many("docs", [b"k", b"old"]) == [None, b"1"]
 
 
 @given(
