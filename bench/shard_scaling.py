@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 from kafka import KafkaProducer
 
-from tests.support import tansu
-
+from . import tansu
 from .corpus import generate
 from .cpu import cpu_seconds
 from .kafka_run import Clusters, Run
