@@ -1,10 +1,11 @@
 # Two commands on a fresh machine with Python 3.11+: `make demo` and `make test`.
-# Both create (or reuse) .venv and install what they need into it.
+# Both create (or reuse) .venv and install what they need into it; `make test` also installs
+# Debian's Chromium and ChromeDriver (apt-get, through sudo when not root) if either is missing.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench bench-service usage clean
+.PHONY: demo test lint typecheck unit browser bench bench-service usage clean
 
 $(BIN)/.ready: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("neardup needs Python 3.11 or newer, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -21,8 +22,12 @@ demo: $(BIN)/.ready
 
 test: lint typecheck unit
 
-unit: $(BIN)/.ready
+unit: $(BIN)/.ready browser
 	$(BIN)/python -m pytest
+
+# the browser the dashboard test drives (not needed by the demo)
+browser:
+	@bash scripts/browser.sh
 
 lint: $(BIN)/.ready
 	$(BIN)/ruff check core state streams tests bench samples

@@ -99,7 +99,7 @@ class _Site:
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Doc:
     title: str
-    words: list[str]  # body words with _PAR between paragraphs (a list: joins 5x faster)
+    words: list[str]  # body words with _PAR between paragraphs (a list: it joins faster)
 
 
 @cache

@@ -8,8 +8,8 @@ corpus asks for), RSS, and state bytes per document; then the growth of time per
 last stretch over first and whole run over first, that of pairs estimated per document, and
 k in "total time grows as N^k" (1 for linear).
 Measured within one run, the growth is free of the drift between runs of a shared machine
-(its speed changes by 15 % between hours here), which comparing separate runs of each size
-is not.
+(its speed changes between hours: docs/benchmarks.md), which comparing separate runs of each
+size is not.
 
 Whole-run figures (wall seconds, peak RSS by ``wait4``, state size after close) are measured
 as ``python -m bench`` measures them.

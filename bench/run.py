@@ -80,7 +80,7 @@ _MEASURE = """
 import os, resource, subprocess, sys, time
 def tree_kb(root):
     # walks down from the root through each thread's children list: reading every process's
-    # stat to find them cost 1.8 ms of CPU per sample, on the cores being measured
+    # stat to find them cost more CPU per sample, on the cores being measured
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
@@ -142,7 +142,7 @@ def _disk_bytes(path: Path, skipped: tuple[str, ...] = ()) -> int:
 
 def _compacted_bytes(state: Path) -> int:
     """The state's bytes after the run with its data compacted. Opening it again to compact
-    writes RocksDB's own files anew (a new LOG, a second OPTIONS file of about 73 KB, a new
+    writes RocksDB's own files anew (a new LOG, a second OPTIONS file, a new
     MANIFEST): only the data's change counts, or compacting a small state whose background
     compactions had already run would seem to grow it."""
     whole, data = _disk_bytes(state), _disk_bytes(state, _WRITTEN_ON_OPEN)

@@ -15,9 +15,8 @@ Every run must end with the embedded run's clusters. Documents/s: for the single
 from its first event to the event that completes those clusters (Kafka record timestamps);
 for shards, the slowest shard's, read off the findings each shard sends (``steady_rate``)
 while all of them run. The workers do not start at once (the group assigns the second
-worker its shard a second or so after the first), and measured from the first event the
-shard that started first had a head start: one run of two shards read 7,700 documents/s
-that way where its slower shard ran at 6,700 and one shard alone at 4,300-4,500. The
+worker its shard a little after the first), and measured from the first event the shard
+that started first had a head start, which overstates the rate of two shards. The
 first-event figure is reported too, and ``union_lag_seconds`` (from the last findings to
 the completing event) says whether the union stage kept up. After the workers stop,
 the bytes of each shard's state on disk. Then the union stage alone, in process, on a
@@ -43,8 +42,7 @@ from typing import Any
 import numpy as np
 from kafka import KafkaProducer
 
-from tests.support import tansu
-
+from . import tansu
 from .corpus import generate
 from .cpu import cpu_seconds
 from .kafka_run import Clusters, Run
@@ -270,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                 "docs_per_second_first_event_to_last": round(end_to_end, 1),
                 "union_lag_seconds": round(done - last_findings, 2),
                 "state_bytes": run.shard_bytes(),
-                # whole runs: a worker's start (~5 s of Faust and the group) included
+                # whole runs: a worker's start (Faust's and the group's) included
                 "worker_cpu_seconds": [round(c, 1) for c in workers_cpu],
                 "broker_cpu_seconds": None if broker_cpu is None else round(broker_cpu, 1),
             }

@@ -6,7 +6,7 @@ Where the text comes from: the docstrings and comments of the Python standard li
 (``encodings``), ``lib2to3`` and ``turtledemo`` are skipped.  Files are visited in sorted path
 order.  Docstrings are taken with :mod:`ast` (module, class and function docstrings, in
 ``ast.walk`` order); comments are runs of consecutive full-line ``#`` comments (a line regex:
-:mod:`tokenize` was 20x slower).  ``pydoc_data/topics.py`` holds the language reference as
+:mod:`tokenize` is much slower).  ``pydoc_data/topics.py`` holds the language reference as
 string constants rather than docstrings; being the largest block of prose in the stdlib, its
 string values are taken too.  Each block is split into paragraphs at blank lines, white space
 is normalised, and only prose is kept: at least ``MIN_WORDS`` words, at least 80 % of
@@ -17,11 +17,11 @@ License: the Python standard library, docstrings and comments included, is distr
 the Python Software Foundation License Version 2 (PSF-2.0), see ``LICENSE.txt`` in the stdlib
 directory.  The text is read at run time; nothing of it is copied into this repository.
 
-Yield on CPython 3.11.7 (``python -m bench.text_source``): 6,516 paragraphs, 255,474 words,
-median 32 words a paragraph, fingerprint ``1c3ad8d74b246697``.  Extraction takes ~7 s (the
-``ast`` parse of 10 MB of source); the result is cached on disk in the temp directory, keyed
-by interpreter build.  The set depends on the CPython patch release installed, so a corpus is
-reproducible for a given seed *and* Python build; :func:`fingerprint` identifies the text.
+``python -m bench.text_source`` prints the yield (paragraphs, words, median words a
+paragraph, fingerprint).  Extraction is slow (an ``ast`` parse of the whole stdlib); the
+result is cached on disk in the temp directory, keyed by interpreter build.  The set depends
+on the CPython patch release installed, so a corpus is reproducible for a given seed *and*
+Python build; :func:`fingerprint` identifies the text.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _docstrings(tree: ast.AST) -> Iterator[str]:
 
 
 def _comment_blocks(source: str) -> Iterator[str]:
-    # Full-line comments only, found by a line regex: tokenize is 20x slower, and trailing
+    # Full-line comments only, found by a line regex: tokenize is much slower, and trailing
     # comments are rarely prose.  Consecutive comment lines form one block.
     block: list[str] = []
     for line in source.splitlines():
@@ -158,8 +158,8 @@ def _cache_path() -> str:
 def paragraphs() -> list[str]:
     """All prose paragraphs of the installed stdlib, in deterministic order.
 
-    Cached in-process and on disk (parsing the stdlib with ``ast`` takes ~8 s, the cache
-    file is read in ~50 ms).
+    Cached in-process and on disk (parsing the stdlib with ``ast`` is slow, reading the cache
+    file is not).
     """
     path = _cache_path()
     try:

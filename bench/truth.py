@@ -19,10 +19,8 @@ Method (numpy only, no Python work per shingle or per pair):
 Cost: O(N log N) for the sort of the N = sum |S_i| entries, plus O(sum over shingles of
 df * (df - 1) / 2) for the counting, in blocks bounded to ``BLOCK_WORK`` co-occurrences and
 ``BLOCK_BINS`` counters (so the extra memory is ~ 50 bytes x BLOCK_WORK + 8 bytes x
-BLOCK_BINS, ~250 MB).  Measured on the stdlib-prose corpus (``bench.corpus``, seed 1) at 20k
-documents: N = 14.6M entries, 1.8M distinct shingles of which 0.42M are shared, 0.39e9
-co-occurrences, 16.9M scored pairs; ~13-19 s and ~2.4 GB peak RSS on one core (the output
-arrays themselves are ~0.8 GB).  The co-occurrence term grows roughly quadratically with n,
+BLOCK_BINS, ~250 MB), beside the sorted entries and the output arrays, which grow with N
+and with the pairs scored.  The co-occurrence term grows roughly quadratically with n,
 because the source text is reused, so use this up to a few tens of thousands of documents.
 """
 

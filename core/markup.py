@@ -5,8 +5,8 @@ open elements, so its time grows with the number of tags times the nesting depth
 a hundred thousand nested ``<div>`` holds a core for many seconds. A page nested deeper than
 ``MAX_MARKUP_DEPTH`` or holding more than ``MAX_ELEMENTS`` start tags is refused instead,
 with a reason, whatever the machine's speed: every run refuses the same records. Within
-both bounds the parser's worst case stays near a second for a page of the largest record
-size (docs/limits.md has the measurements).
+both bounds the parser's worst case for a page of the largest record size stays short
+(docs/limits.md has the measurements).
 
 The depth is counted by a scan of the tags, not by the parser: an element opens at its
 start tag and closes at its end tag, with the parser's rules that matter for depth (void

@@ -9,7 +9,7 @@ J >= T overlap in o >= ceil(T (n + m) / (1 + T)) shingles, so a pair that can st
 passes three tests (AllPairs and PPJoin, Xiao et al. 2008):
 
 * length: min(n, m) >= T max(n, m);
-* count: ``shared`` >= ``Settings.short_index_min_shared(n, m)``;
+* count: ``shared`` >= ``least_shared(n, m)``;
 * position: every shared shingle after the last one met comes after it in both sets, so
   o <= shared + min(n - last - 1, m - last_other - 1).
 
@@ -38,8 +38,15 @@ def _ceil(values: npt.NDArray[np.floating[Any]]) -> I64:
 
 
 def least_shared(count: I64 | int, sizes: I64, threshold: float) -> I64:
-    """``Settings.short_index_min_shared`` for many pairs (where the sizes alone rule T out,
-    a count no pair reaches)."""
+    """The fewest indexed shingles two short documents of ``count`` and ``sizes`` shingles
+    must share to resemble at ``threshold``, for many pairs.
+
+    Positional reasoning on the prefixes of ``Settings.short_index_prefix``: with
+    J(A, B) >= T the overlap o is at least ceil(T(|A| + |B|) / (1 + T)), and in the global
+    order the first o - max(ceil(T|A|), ceil(T|B|)) + 1 shared shingles lie in both
+    prefixes. A candidate met under fewer keys cannot reach T and is dropped before its
+    sketch is read. Where the sizes alone rule T out, more than both counts together (a
+    count no pair reaches)."""
     n = np.asarray(count, dtype=np.int64)
     m = np.asarray(sizes, dtype=np.int64)
     smaller, larger = np.minimum(n, m), np.maximum(n, m)

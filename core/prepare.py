@@ -87,11 +87,6 @@ class PreparedDoc:
     def shingle_count(self) -> int:
         return self.sketch.shingle_count
 
-    @property
-    def is_short(self) -> bool:
-        """True for a document without super-shingles (too small to be banded)."""
-        return bool(len(self.super_shingles) == 0)
-
 
 class Preparer:
     """Prepares batches of pages with one settings object (keeps its lookup tables warm)."""

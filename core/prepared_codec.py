@@ -6,7 +6,8 @@ message carries everything detection needs (ids, fingerprints, sketch, index key
 fetched_at, content type) but not the content, and the settings that made it, so that a
 detector refuses batches prepared with other settings instead of mixing their sketches. A
 prepare process (``neardup run --prepare process``) returns the same bytes: pickling the
-documents cost each side about 20 µs a page, this encoding 2.3 µs and its decoding 5.8 µs.
+documents costs each side several times what this encoding and its decoding cost
+(docs/benchmarks.md, "What today's defaults are measured against").
 
     message  = MAGIC, u32 settings length, settings JSON, u32 document count, documents
     document = header (``_HEADER``), sketch u32[], super-shingles u64[], shingle keys u32[],

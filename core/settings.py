@@ -270,30 +270,6 @@ class Settings:
         overlap = math.ceil(self.threshold * shingle_count - 1e-9)
         return min(shingle_count, shingle_count - max(overlap, 1) + 1)
 
-    def short_index_min_shared(self, shingle_count: int, other_count: int) -> int:
-        """The fewest indexed shingles two short documents must share to resemble at T.
-
-        Positional reasoning on the prefixes of ``short_index_prefix``: with J(A, B) >= T the
-        overlap o is at least ceil(T(|A| + |B|) / (1 + T)), and in the global order the first
-        o - max(ceil(T|A|), ceil(T|B|)) + 1 shared shingles lie in both prefixes. A candidate
-        met under fewer keys cannot reach T and is dropped before its sketch is read. More
-        than both counts together when the counts alone rule resemblance T out.
-        """
-        smaller, larger = sorted((shingle_count, other_count))
-        threshold = self.threshold
-        if smaller <= 0 or smaller < threshold * larger - 1e-9:
-            return shingle_count + other_count + 1
-        overlap = math.ceil(threshold * (smaller + larger) / (1.0 + threshold) - 1e-9)
-        indexed_elsewhere = max(math.ceil(threshold * larger - 1e-9), 1)
-        return max(1, overlap - indexed_elsewhere + 1)
-
-    def false_negative_probability(self, resemblance: float) -> float:
-        """Probability that a pair of this resemblance is never proposed as a candidate (shares
-        fewer than ``min_shared_bands`` super-shingles)."""
-        return 1.0 - candidate_probability(
-            resemblance, self.band_count, self.rows_per_band, self.min_shared_bands
-        )
-
     def containment_level(self, shingle_count: int) -> int:
         """log2 of m, the modulus of a document's containment sample (see
         ``containment_sample``): 0 (every shingle) up to ``containment_sample`` shingles."""

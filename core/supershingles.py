@@ -6,7 +6,8 @@ functions over every shingle). Empty bins borrow the value of the next non-empty
 right, tagged with the distance (rotation densification), so that every document has k values.
 Bins are then cut into b bands of r values; each band is hashed to one super-shingle. Two
 documents of resemblance J share at least one super-shingle with probability about
-1 - (1 - J**r)**b: the S-curve ``Settings.false_negative_probability`` documents.
+1 - (1 - J**r)**b: the S-curve ``candidate_probability`` documents (``min_shared_bands`` of
+them: the binomial tail it computes).
 """
 
 from __future__ import annotations

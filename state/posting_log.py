@@ -3,12 +3,12 @@ at a time.
 
 Appending a document to a posting list reads the list and writes it back whole (rocksdict
 has no merge operator). A page of a near-duplicate family appends to the lists its family
-appended to a moment before: on the 20k benchmark corpus, the containment lists appended to
-batch by batch (256 pages) took 658k rewrites for 891k postings. So a batch writes its new
+appended to a moment before, so lists appended to batch by batch are rewritten again and
+again (docs/containment.md, "The posting log", has the counts). So a batch writes its new
 postings as one record of the log instead, and folds one of ``FOLD_RANGES`` key ranges (the
 top four bits of a key) of every record into the lists. A posting then waits at most
 ``FOLD_RANGES`` batches, and a list gets all its family's postings of those batches in one
-rewrite: 296k rewrites for the same postings, with the same cost every batch.
+rewrite, with the same cost every batch.
 
 A reader sees a list as its stored value followed by the postings of its key still in the
 log, in the order they were logged: exactly the list that posting batch by batch would have
@@ -153,9 +153,9 @@ class _Live:
     in every range, so its entries are passed over too).
 
     A reader gets a new snapshot at each batch of its writer, which adds a record and folds
-    a range: merging each one at once copied every array three times (6-9 ms a batch for a
-    follower of a 100k-document state, more than ten queries' lookups); merged every few,
-    in one copy, a batch costs a few searches more per query until then."""
+    a range: merging each one at once copied every array three times a batch, more than the
+    lookups of many queries cost (docs/containment.md); merged every few, in one copy, a
+    batch costs a few searches more per query until then."""
 
     keys: U32
     seqs: I64
@@ -259,7 +259,7 @@ class _Live:
 #: records a reader's live postings search one by one before merging them
 _RECENT = 4
 #: lookups of one snapshot after which its recent records are merged (a writer gone quiet:
-#: a merge costs about as much as a hundred lookups save)
+#: past that many lookups, the searches a merge saves outweigh its copy)
 _MERGE_AFTER = 200
 
 
@@ -304,22 +304,18 @@ class _Snapshot:
             object.__setattr__(self, "_live", live)
         return live.lookup(keys, self._folded)
 
-    def unfolded(self, fold_range: int | None) -> tuple[U32, I64, list[int], list[int]]:
-        """The postings of a range (None: of every range) not yet folded, in the order they
-        were logged: their keys, the document of each (an index into the documents that
-        follow), and the ids and sizes of the records' documents, record after record."""
+    def unfolded(self, fold_range: int) -> tuple[U32, I64, list[int], list[int]]:
+        """The postings of a range not yet folded, in the order they were logged: their keys,
+        the document of each (an index into the documents that follow), and the ids and sizes
+        of the records' documents, record after record."""
         keys: list[U32] = []
         owners: list[I64] = []
         doc_ids: list[int] = []
         sizes: list[int] = []
         for record in self.records:
-            if fold_range is None:
-                live = record.seq > self._folded[_ranges(record.keys)]
-                chosen, owner = record.keys[live], record.owners[live]
-            elif record.seq <= self.marks.folded[fold_range]:
+            if record.seq <= self.marks.folded[fold_range]:
                 continue
-            else:
-                chosen, owner = record.in_range(fold_range)
+            chosen, owner = record.in_range(fold_range)
             keys.append(chosen)
             owners.append(owner + len(doc_ids))
             doc_ids += record.doc_ids.tolist()
@@ -352,7 +348,7 @@ class LoggedPostings:
         self._raw: bytes | None = None
         self._snapshot: _Snapshot | None = None
         #: records this process wrote, as encoded: one read back as written is not decoded
-        #: again (a writer reads each batch's record at its next batch: 1 ms a record)
+        #: again (a writer reads each batch's record back at its next batch)
         self._offered: dict[int, tuple[bytes, _Record]] = {}
 
     def offer(self, record: _Record, raw: bytes) -> None:
@@ -412,20 +408,6 @@ class PostingLog:
         self._marks: _Marks | None = None
         self._written: list[_Record] = []
         self._deleted: set[int] = set()
-
-    def fold_all(self) -> None:
-        """Fold every posting of the log into the lists, and empty the log: the lists are
-        then what posting batch by batch would have stored (a state to compare byte for
-        byte with another that was given the same documents in other batches)."""
-        snapshot = self._snapshot()
-        keys, owners, doc_ids, sizes = snapshot.unfolded(None)
-        self._index.post_flat(keys, owners, doc_ids, sizes)
-        for record in snapshot.records:
-            self._tx.delete(self._logged.table, record.seq.to_bytes(8, "big"))
-            self._deleted.add(record.seq)
-        self._written = []
-        last = snapshot.marks.next_seq - 1
-        self._mark(_Marks(last + 1, (last,) * FOLD_RANGES))
 
     @property
     def lists(self) -> PostingIndex:

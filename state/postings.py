@@ -243,8 +243,8 @@ class PostingIndex:
 
     def _meet_one(self, keys: U32, logged: Callable[[U32], list[bytes]] | None) -> Meetings | None:
         """``meet`` for one document whose keys are distinct (a query): what the general
-        path does, without grouping carriers (a third of a query's meetings, each taking a
-        tenth of a millisecond); None when a key repeats."""
+        path does, without grouping carriers (a fixed cost, a large share of a query's
+        meetings, that one document does not need); None when a key repeats."""
         order = np.argsort(keys, kind="stable")
         distinct = keys[order]
         if len(distinct) > 1 and bool((distinct[1:] == distinct[:-1]).any()):

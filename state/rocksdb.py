@@ -100,24 +100,24 @@ class RocksDBOptions:
     info_log_files: int = 1
     #: table files a follower (``neardup serve``) keeps open. RocksDB advises -1 (all) for a
     #: secondary instance, but then each catch-up loads every file's handler in fresh
-    #: threads: 20-40 ms with the interpreter lock held, even when nothing changed. Bounded,
-    #: a file opens at its first read; one the writer deleted since the last catch-up is
-    #: met by catching up and reading again.
+    #: threads, with the interpreter lock held, even when nothing changed (docs/service.md
+    #: has the cost). Bounded, a file opens at its first read; one the writer deleted since
+    #: the last catch-up is met by catching up and reading again.
     follower_open_files: int = 4096
     #: bits per key of each table file's Bloom filter: most index lookups are for keys never
     #: seen, and the filter answers those without reading blocks
     bloom_bits_per_key: int = 10
     #: tables compacted once level 0 holds this many files, not RocksDB's 4: the containment
     #: lists are rewritten whole as they grow, and until a compaction every replaced version
-    #: stays on disk (2 files: 1,942 B a document right after a 20k run, 2,141 with 4, in the
-    #: same time)
+    #: stays on disk (two files keep fewer bytes a document than four, in the same time:
+    #: docs/benchmarks.md)
     level0_compaction_triggers: Mapping[Table, int] = field(
         default_factory=lambda: MappingProxyType({"containment": 2})
     )
     #: RocksDB's flushes and compactions at the lowest CPU priority (nice 19, its own
     #: ``LowerThreadPoolCPUPriority``): they are behind the detector's thread, not on its
-    #: path, and at the same priority took a share of its core (a 30k-page run on the 100k
-    #: state: 11.7 s, 10.5 s lowered). They cannot starve: a writer that outruns them stalls
+    #: path, and at the same priority took a share of its core (docs/benchmarks.md). They
+    #: cannot starve: a writer that outruns them stalls
     #: and sleeps. RocksDB's thread pools are the process's, so this lowers them for every
     #: state the process opens.
     lower_background_priority: bool = True
@@ -185,7 +185,7 @@ class RocksDBOptions:
 
 #: a follower's tuning (``neardup serve``): it only answers queries, whose reads are random
 #: sketches and posting lists all over the state; a block cache of 256 MB keeps them decoded
-#: (a 100k-document state answers a third more queries a second than with 32 MB)
+#: (a state answers more queries a second than with a writer's 32 MB: docs/service.md)
 FOLLOWER_OPTIONS = RocksDBOptions(block_cache_bytes=256 * _MB)
 
 
@@ -332,8 +332,9 @@ class RocksDBStore(Store):
                 database.set_max_open_files(tuning.follower_open_files)
                 # a catch-up that reads a flush or a compaction from the writer's manifest
                 # opens the new files' handlers, by default in 16 new threads per version
-                # edit, with the interpreter lock held while it waits for them: 400 threads a
-                # second in a worker's front, its catch-ups 58 ms (p50) for 27 ms of CPU
+                # edit, with the interpreter lock held while it waits for them: a worker's
+                # front started threads all the time, and its catch-ups waited far longer
+                # than their CPU time (docs/benchmarks.md)
                 database.set_max_file_opening_threads(1)
             self._db: Any = Rdict(
                 str(self._view or self.path),
@@ -373,8 +374,8 @@ class RocksDBStore(Store):
         return None if value is None else bytes(value)
 
     def get_many(self, table: Table, keys: Sequence[bytes]) -> list[bytes | None]:
-        # RocksDB's batched multi-get: a third of the time of a get per key through rocksdict
-        # (0.6-2.6 against 1.2-3.6 us a key), and a detector reads hundreds a batch
+        # RocksDB's batched multi-get: faster than a get per key through rocksdict, and a
+        # detector reads hundreds a batch
         family = self._family(table)
         wanted = list(keys)
         try:

@@ -77,7 +77,3 @@ class Transaction:
             self.store.write(self._pending)
         self._pending = {}
         self._cache = {}
-
-    def rollback(self) -> None:
-        self._pending = {}
-        self._cache = {}

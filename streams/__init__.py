@@ -1,9 +1,11 @@
-"""neardup.streams: detection wired in one process (embedded) and on Kafka, plus the CLI.
+"""neardup.streams: detection wired in one process (embedded) and on Kafka, its HTTP service
+and the CLI.
 
-detection/  the stages after preparation, and the events they emit
-running/    the embedded runner: inputs, dead letters, progress, reports
-kafka/      the Faust topology, the worker, the kafka-python client
-cli.py      the ``neardup`` command
+detection/  the stages after preparation, the detector, and the events they emit
+running/    the embedded runner: inputs, dead letters, preparing, progress, reports
+kafka/      the Faust topology, the worker, the log detector, the kafka-python client
+service/    the HTTP service: metrics, the dashboard, the JSON query API
+cli/        the ``neardup`` command (``python -m neardup.streams`` runs it too)
 """
 
 from .detection import (

@@ -60,7 +60,7 @@ def union_stage(
     near, contained = _gathered(findings, len(heads))
     # columns (the heads as decoded, ints, strings), not a new tuple per document: each
     # container object that lives through a batch ages into the garbage collector's oldest
-    # generation, and full passes over a large process were a quarter of the stage
+    # generation, and full passes over a large process were a large share of the stage
     added = [head for head, verdict in zip(heads, verdicts, strict=True) if verdict is not _REPEAT]
     if added:
         doc_ids, urls, fetched_ats, _ = zip(*added, strict=True)

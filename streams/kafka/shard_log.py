@@ -59,7 +59,7 @@ class ShardLog:
         The documents of all the messages are one batch, as the single detector's
         (``LogDetector.stage``), and the findings are split per message after: a batch's
         fixed costs (its posting-log record and fold, the numpy passes over it) are paid
-        once a run, not once a message (20 % of a shard's CPU with runs of 8 messages)."""
+        once a run, not once a message (docs/capacity.md has a shard's costs)."""
         view = self.state.view()
         start = view.log_offsets.get(self.log)
         rejected: list[tuple[int, BadRecordError]] = []

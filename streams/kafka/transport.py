@@ -27,7 +27,7 @@ class _ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
     def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
         # aiokafka keeps the constructor's value here until start() builds its fetcher
-        # (tests/streams/test_worker_config.py checks the attribute still exists)
+        # (tests/streams/kafka/test_config.py checks the attribute still exists)
         consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
         return consumer
 

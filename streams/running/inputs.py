@@ -25,8 +25,8 @@ from neardup.core import (
 __all__ = ["DeadLetter", "check_inputs", "iter_records", "open_source"]
 
 _EXCERPT = 512
-# lines are about 5 KB: a 256 KB buffer reads many per system call, the default 8 KB one
-# about one
+# a line holds a whole page, several KB: a 256 KB buffer reads many per system call, the
+# default 8 KB one about one
 _READ_BUFFER = 1 << 18
 # what bytes.strip removes: a line starting with anything else is not blank
 _BLANK = frozenset(b" \t\n\r\x0b\x0c")

@@ -13,9 +13,9 @@ Arguments and results cross the process boundary, so they are plain data: the se
 JSON, refusals as (index, reason, message) instead of exceptions, pages as frozen
 dataclasses (pickled), and prepared documents in the binary form of the Kafka mode's
 prepared messages (``neardup.core.prepared_codec``): pickled, a batch's documents and their
-numpy arrays cost the child 18 µs a page and the parent 21 µs, which the parent spent
-holding the interpreter lock its detector needs (a 30k-page run took 9.7-9.8 s that way,
-9.0-9.3 s in binary).
+numpy arrays cost both sides several times as much, and the parent spends that time
+holding the interpreter lock its detector needs (docs/benchmarks.md, "What today's defaults
+are measured against").
 """
 
 from __future__ import annotations

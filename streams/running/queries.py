@@ -201,7 +201,7 @@ class _Item:
 @functools.lru_cache(maxsize=4)
 def query_preparer(settings: Settings) -> Preparer:
     """The preparer of the queries of states with ``settings``, made once: making its
-    tokenizer's tables took a third of the time of preparing a page to ask about. (A
+    tokenizer's tables costs a good part of preparing a page to ask about. (A
     service answers one query at a time.)"""
     return Preparer(settings)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,6 +20,17 @@ def _meeting(first: list[int], second: list[int], settings: Settings) -> tuple[i
     if not common:
         return 0, 0, 0
     return len(common), prefix_a.index(common[-1]), prefix_b.index(common[-1])
+
+
+def _least_shared_of_one(count: int, other: int, threshold: float) -> int:
+    """``least_shared`` for one pair, written once more with scalars: the overlap of a pair
+    at T, less the shingles the larger side indexes outside its prefix."""
+    smaller, larger = sorted((count, other))
+    if smaller <= 0 or smaller < threshold * larger - 1e-9:
+        return count + other + 1
+    overlap = math.ceil(threshold * (smaller + larger) / (1.0 + threshold) - 1e-9)
+    indexed_elsewhere = max(math.ceil(threshold * larger - 1e-9), 1)
+    return max(1, overlap - indexed_elsewhere + 1)
 
 
 @given(
@@ -54,20 +67,17 @@ def test_no_pair_at_or_above_the_threshold_is_dropped(
     other=st.integers(0, 300),
     threshold=st.sampled_from([0.3, 0.5, 0.55, 0.7, 0.8, 0.9, 1.0]),
 )
-def test_vectorised_count_bound_is_the_settings_one(
-    count: int, other: int, threshold: float
-) -> None:
-    settings = Settings(threshold=threshold)
-    expected = settings.short_index_min_shared(count, other)
-    assert least_shared(count, np.array([other]), threshold)[0] == expected
+def test_vectorised_count_bound_is_the_scalar_one(count: int, other: int, threshold: float) -> None:
+    assert least_shared(count, np.array([other]), threshold)[0] == _least_shared_of_one(
+        count, other, threshold
+    )
 
 
 def test_positions_prune_what_counts_alone_keep() -> None:
     # |A| = 10, |B| = 12 at T = 0.5 need an overlap of 8; prefixes of 6 and 7 sharing 3 pass
     # the count bound (3), but with the last shared shingle at the ends of both prefixes at
     # most 3 + min(10 - 6, 12 - 7) = 7 can be shared
-    settings = Settings(threshold=0.5)
-    assert settings.short_index_min_shared(10, 12) == 3
+    assert least_shared(10, np.array([12]), 0.5).tolist() == [3]
     args = (10, 0, np.array([12, 12]), np.array([3, 3]))
     kept = short_pairs_kept(*args, np.array([5, 2]), np.array([6, 2]), 0.5)
     assert kept.tolist() == [False, True]

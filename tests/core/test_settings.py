@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import Settings, SettingsError, candidate_probability, choose_bands
+from neardup.core.prefix_filter import least_shared
+
+
+def _missed(settings: Settings, resemblance: float) -> float:
+    """Probability that a pair of this resemblance is never proposed as a candidate (shares
+    fewer than ``min_shared_bands`` super-shingles)."""
+    return 1.0 - candidate_probability(
+        resemblance, settings.band_count, settings.rows_per_band, settings.min_shared_bands
+    )
+
+
+def _least_shared(settings: Settings, count: int, other: int) -> int:
+    """``least_shared`` of one pair: the indexed shingles two short documents must share."""
+    return int(least_shared(count, np.array([other]), settings.threshold)[0])
 
 
 @pytest.mark.parametrize(
@@ -45,7 +60,7 @@ def test_bands_must_come_in_pairs_and_fit_the_bins() -> None:
 def test_bands_chosen_from_threshold_meet_the_false_negative_bound(min_shared: int) -> None:
     for threshold in (0.3, 0.5, 0.7, 0.8, 0.9):
         settings = Settings(threshold=threshold, min_shared_bands=min_shared)
-        assert settings.false_negative_probability(threshold) <= settings.max_false_negative
+        assert _missed(settings, threshold) <= settings.max_false_negative
         # the next larger row count would miss the bound (the choice is the most selective one)
         rows = settings.rows_per_band + 1
         bands = settings.num_bins // rows
@@ -60,10 +75,10 @@ def test_bands_chosen_from_threshold_meet_the_false_negative_bound(min_shared: i
 def test_default_s_curve_is_documented_values() -> None:
     settings = Settings()
     assert (settings.band_count, settings.rows_per_band, settings.min_shared_bands) == (37, 3, 2)
-    assert settings.false_negative_probability(0.5) == pytest.approx(0.0449, abs=1e-4)
-    assert settings.false_negative_probability(0.8) < 1e-7
+    assert _missed(settings, 0.5) == pytest.approx(0.0449, abs=1e-4)
+    assert _missed(settings, 0.8) < 1e-7
     # a pair far below T: 35x less likely to be a candidate than with one band of 23 needed
-    assert 1 - settings.false_negative_probability(0.1) == pytest.approx(6.5e-4, abs=1e-5)
+    assert 1 - _missed(settings, 0.1) == pytest.approx(6.5e-4, abs=1e-5)
     assert candidate_probability(0.1, 23, 3) == pytest.approx(0.0228, abs=1e-4)
     assert choose_bands(128, 0.5, 0.05) == (23, 3)  # one band needed: the previous choice
     assert choose_bands(128, 0.8, 0.05) == (13, 7)
@@ -131,8 +146,8 @@ def test_short_index_prefixes_of_resembling_sets_always_meet(
     settings = Settings(threshold=threshold)
     prefix_a = set(sorted(first)[: settings.short_index_prefix(len(first))])
     prefix_b = set(sorted(second)[: settings.short_index_prefix(len(second))])
-    needed = settings.short_index_min_shared(len(first), len(second))
-    assert needed == settings.short_index_min_shared(len(second), len(first))
+    needed = _least_shared(settings, len(first), len(second))
+    assert needed == _least_shared(settings, len(second), len(first))
     if len(shared) >= threshold * len(first | second):
         assert len(prefix_a & prefix_b) >= needed >= 1
     elif min(len(first), len(second)) < threshold * max(len(first), len(second)) - 1e-9:
@@ -150,11 +165,11 @@ def test_short_index_prefix_is_as_short_as_the_guarantee_allows() -> None:
     assert not set(a[: settings.short_index_prefix(len(a)) - 1]) & prefix_b
 
 
-def test_short_index_min_shared_is_tight() -> None:
+def test_the_least_shared_count_is_tight() -> None:
     # J = 8/16: each side's own shingles come first, so its prefix of 7 holds only 3 shared
     settings = Settings(threshold=0.5)
     a, b = [0, 1, 2, 3, *range(8, 16)], [4, 5, 6, 7, *range(8, 16)]
     prefix_a = set(a[: settings.short_index_prefix(len(a))])
     prefix_b = set(b[: settings.short_index_prefix(len(b))])
-    assert len(prefix_a & prefix_b) == settings.short_index_min_shared(12, 12) == 3
-    assert settings.short_index_min_shared(10, 21) == 32  # 10 < 0.5 * 21: out by size
+    assert len(prefix_a & prefix_b) == _least_shared(settings, 12, 12) == 3
+    assert _least_shared(settings, 10, 21) == 32  # 10 < 0.5 * 21: out by size

@@ -35,9 +35,9 @@ def test_every_added_key_is_held_across_stages(batches: list[list[int]], first: 
 
 
 def test_false_positives_stay_few_as_it_grows() -> None:
-    """Fixed seed; the bounds hold with room: 0.8 % per full stage (16 bits per key), and a
-    few percent over the six stages of a filter grown from 65,536 to 2M keys (measured with
-    this seed: 3.8 % and 0.8 %). The keys are random, as index keys are: hash values."""
+    """Fixed seed; the bounds hold with room: 1 % per full stage (16 bits per key), and 5 %
+    over the six stages of a filter grown from 65,536 to 2M keys. The keys are random, as
+    index keys are: hash values."""
     rng = np.random.default_rng(11)
     values = rng.permutation(np.unique(rng.integers(0, 2**32, 3_100_000, dtype=np.uint64)))
     values = values[:3_000_000].astype(np.uint32)
@@ -102,8 +102,8 @@ def _posted(path: Path, doc_id: int, keys: np.ndarray) -> None:
 def test_a_closed_state_keeps_its_filters_for_the_next_writer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Reading every index key took 1.1 s at each opening of a 100k-document state: the
-    filters written at closing are read back instead, when nothing was written since."""
+    """Reading every index key at each opening of a large state is slow (docs/benchmarks.md):
+    the filters written at closing are read back instead, when nothing was written since."""
     keys = _keys([7, 2**31 + 5, 2**32 - 1])
     _posted(tmp_path / "s", 1, keys)
 

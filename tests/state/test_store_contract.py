@@ -81,12 +81,18 @@ def test_transaction_reads_its_own_writes_and_commits_atomically(store: Store) -
     assert store.get("docs", b"old") is None
 
 
-def test_rolled_back_transaction_leaves_no_trace(store: Store) -> None:
+def test_an_uncommitted_transaction_leaves_no_trace(store: Store) -> None:
+    """A transaction never committed (a batch that failed midway) changes nothing stored."""
+    earlier = Transaction(store)
+    earlier.put("docs", b"old", b"1")
+    earlier.commit()
     tx = Transaction(store)
     tx.put("docs", b"k", b"v")
-    tx.rollback()
-    tx.commit()
-    assert store.get("docs", b"k") is None
+    tx.delete("docs", b"old")
+    assert tx.get("docs", b"k") == b"v" and tx.get("docs", b"old") is None
+    del tx
+    assert store.get("docs", b"k") is None and store.get("docs", b"old") == b"1"
+    assert Transaction(store).get_many("docs", [b"k", b"old"]) == [None, b"1"]
 
 
 @given(
@@ -158,7 +164,7 @@ def test_rocksdb_write_ahead_log_stays_bounded(
             docs = {rng.randbytes(8): rng.randbytes(1000) for _ in range(100)}
             rocks.write({"docs": docs, "meta": {b"batches": str(batch).encode()}})
         # The bound is checked on writes and met by flushes in RocksDB's threads, so the log
-        # overshoots it for a while (up to 11 MB seen here, on a loaded machine); unbounded,
+        # overshoots it for a while (further on a loaded machine); unbounded,
         # it keeps everything written. The flushes in flight end after the last write.
         deadline = time.monotonic() + 30
         while bounded and logs() >= 16 << 20 and time.monotonic() < deadline:

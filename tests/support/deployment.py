@@ -27,7 +27,7 @@ __all__ = ["PARTITIONS", "SETTLE_SECONDS", "Deployment", "metric", "service_url"
 T = TypeVar("T")
 
 PARTITIONS = 4
-#: how long a run may take to reach the expected clusters (workers start in ~8 s)
+#: how long a run may take to reach the expected clusters, the workers' start included
 SETTLE_SECONDS = 90.0
 
 

@@ -80,7 +80,7 @@ def test_deep_markup_is_a_dead_letter_naming_the_bound(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_large_records_are_prepared_in_batches_bounded_by_bytes(tmp_path: Path) -> None:
     """Ten records of 8 MB, each under the record limit, in one process: its peak memory
-    stays under 1.5 GB (it was 3.8 GB when batches were bounded by records alone)."""
+    stays under 1.5 GB (far more when batches were bounded by records alone: docs/limits.md)."""
     words = [f"w{n:x}" for n in range(20_000)]
     inputs = tmp_path / "big.jsonl"
     with inputs.open("w") as out:

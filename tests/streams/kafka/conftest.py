@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import tansu
+from bench import tansu
 
 START_SECONDS = 20.0
 
