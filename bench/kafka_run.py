@@ -11,11 +11,12 @@ end with the clusters of the embedded run on the same corpus, rebuilt from the e
 1. **backlog**: the corpus is published first, then one worker starts. Documents/s from the
    worker's first prepared batch to the event that completes the clusters: the worker's
    rate, not the publisher's.
-2. **queried** (unless ``--query-rate 0``): the backlog run again, the worker started with
-   ``--http``, and similar queries (a page of the corpus, a tenth of its words changed) sent
-   open-loop to its address at ``--query-rate`` a second from four threads, from its first
-   prepared batch to the clusters' completion. The slowdown against the backlog run, and
-   the latency of the queries due before the completion, from when each was due.
+2. **queried** (unless ``--query-rate 0``): the backlog run again, with a ``neardup serve``
+   reading the worker's detector state, and similar queries (a page of the corpus, a tenth
+   of its words changed) sent to it open-loop at ``--query-rate`` a second, from the
+   worker's first prepared batch to the clusters' completion. The slowdown against the
+   backlog run, and the latency of the queries due before the completion, from when each
+   was due.
 3. **live**: the worker runs, and the corpus is published at once. From the first publish to
    the event that completes the clusters: the publisher (kafka-python, on the same cores)
    is part of this figure.
@@ -42,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from neardup.streams.running.lifetime import tied_command
 
-from tests.support import tansu
-
+from . import tansu
 from .corpus import generate
 from .report import emit
 from .service_load import OpenLoop, announced_url, latencies_ms, percentile, similar_queries
@@ -121,16 +122,15 @@ class Run:
             config.dead_letter_topic,
             *extra,
         ]
-        self.worker = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.worker = subprocess.Popen(
+            tied_command(command), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
 
-    def service_url(self) -> str:
-        """The address a worker started with ``--http`` announced (its first line)."""
-        assert self.worker is not None
-        try:
-            return announced_url(self.worker, "the worker")
-        except RuntimeError:
-            self.check_alive()  # a worker that exited says why
-            raise
+    def serve(self) -> subprocess.Popen[bytes]:
+        """A ``neardup serve`` reading the worker's detector state (``announced_url``)."""
+        command = [sys.executable, "-m", "neardup.streams", "serve"]
+        command += ["--state", str(self.config.state_dir), "--http", "127.0.0.1:0"]
+        return subprocess.Popen(tied_command(command), stderr=subprocess.PIPE)
 
     def wait_until_working(self) -> None:
         """Until the worker's group has formed: one probe page comes out as a prepared batch."""
@@ -313,22 +313,26 @@ def backlog_throughput(run: Run, pages: Pages, expected: Clusters) -> tuple[floa
 def queried_throughput(
     run: Run, pages: Pages, expected: Clusters, bodies: list[bytes], rate: float
 ) -> tuple[float, list[tuple[float, float]], Counter[int]]:
-    """Documents/s as ``backlog_throughput``, with similar queries sent to the worker's
-    address at ``rate`` a second from its first prepared batch to the clusters' completion
-    (a front, a ``serve`` child of the worker on its detector's state, answers them); the
-    latencies of those due before the completion (``OpenLoop.latencies``), and the statuses
-    of those not answered."""
+    """Documents/s as ``backlog_throughput``, with similar queries sent at ``rate`` a second
+    to a ``neardup serve`` on the worker's detector state, from the worker's first prepared
+    batch to the clusters' completion; the latencies of those due before the completion
+    (``OpenLoop.latencies``), and the statuses of those not answered."""
     run.publish(pages)
-    run.start_worker("--http", "127.0.0.1:0")
-    base = run.service_url()
+    run.start_worker()
     first = run.first_prepared_at()
+    serving = run.serve()
     completed = threading.Event()
-    load = OpenLoop(base, bodies, rate, lambda: not completed.is_set()).start()
     try:
-        done = run.completed_at(expected)
+        base = announced_url(serving, "neardup serve")
+        load = OpenLoop(base, bodies, rate, lambda: not completed.is_set()).start()
+        try:
+            done = run.completed_at(expected)
+        finally:
+            completed.set()
+            load.join()
     finally:
-        completed.set()
-        load.join()
+        serving.terminate()
+        serving.communicate()
     return (
         len(pages) / (done - first),
         [(due, spent) for due, spent in load.latencies if load.began + due <= done],
@@ -417,7 +421,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.query_rate:
         ms = latencies_ms(latencies)
         # the queries of the first second may meet the start of the worker's front
-        steady = latencies_ms(latencies, skip_start=True)
         report |= {
             "query_rate": args.query_rate,
             "docs_per_second_queried": round(queried, 1),
@@ -426,7 +429,6 @@ def main(argv: list[str] | None = None) -> int:
             "queries_unanswered_by_status": dict(sorted(unanswered.items())),
             "query_p50_ms": percentile(ms, 50),
             "query_p99_ms": percentile(ms, 99),
-            "query_p99_ms_after_start": percentile(steady, 99),
         }
     emit(report, args.out)
     return 0

@@ -254,8 +254,9 @@ COMMANDS = (
             with_flags(
                 _STATE,
                 "--state",
-                help="a state directory of `neardup run`, or a worker's (its detector/); it may "
-                "be being written",
+                help="a state directory of `neardup run`, a worker's (its detector/), or one "
+                "holding the directories of a deployment's workers (the detector written "
+                "last is followed); it may be being written",
             ),
             with_flags(
                 _HTTP,

@@ -23,6 +23,7 @@ from ..running.inputs import DeadLetter, check_inputs
 from ..running.progress import Progress, RunObserver, StatsLog
 from ..running.stopping import StopSignals
 from ..service import FollowedState, HttpServer, LiveState, Metrics, query_app, writer_app
+from ..service.deployment import DeploymentState, detector_states
 
 __all__ = [
     "clusters",
@@ -165,8 +166,14 @@ def _serve_metrics(stack: ExitStack, state: State, args: argparse.Namespace) -> 
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Serve a state directory (a run's, or a worker's detector) until SIGTERM/SIGINT."""
-    source = FollowedState(_state_dir(Path(args.state)))
+    """Serve a state directory (a run's, a worker's detector, or a directory of workers'
+    directories: the detector written last) until SIGTERM/SIGINT."""
+    path = Path(args.state)
+    source: FollowedState | DeploymentState
+    if not (_state_dir(path) / "CURRENT").exists() and detector_states(path):
+        source = DeploymentState(path)
+    else:
+        source = FollowedState(_state_dir(path))
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())

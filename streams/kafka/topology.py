@@ -210,10 +210,10 @@ def build_app(
 
         # Faust sends each signal with the set of partitions as its one argument
         async def assigned(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
-            watched.assigned(partitions[0] if partitions else ())
+            await watched.assigned(partitions[0] if partitions else ())
 
         async def revoked(_: Any, /, *partitions: Any, signal: Any, **__: Any) -> None:
-            watched.revoked(partitions[0] if partitions else ())
+            await watched.revoked(partitions[0] if partitions else ())
 
         app.on_partitions_assigned.connect(assigned)
         app.on_partitions_revoked.connect(revoked)
@@ -234,16 +234,25 @@ def build_app(
                 return
             detector = LogDetector(state, log_name, HistoryRecorder())
             if holding is not None:
-                holding.opened(state)
+                await holding.opened(state, functools.partial(caught_up, detector, run))
             try:
                 async for batch in stream.take_events(_DETECT_MESSAGES, within=config.batch_wait):
-                    await apply_batch(detector, batch, run)
+                    async with applying:
+                        await apply_batch(detector, batch, run)
             except StateError as error:
                 await stop_worker(app, "detector", error)
             finally:
                 if holding is not None:
-                    await loop.run_in_executor(None, holding.closing)
+                    await holding.closing()
                 await run(state.close)
+
+    # the batches and the catch-up of a worker assigned the log take turns: each stages from
+    # the state's committed offset
+    applying = asyncio.Lock()
+
+    async def caught_up(detector: LogDetector, run: Callable[..., Awaitable[Any]]) -> None:
+        async with applying:
+            await _catch_up(config, log_name, detector, None, run)
 
     async def apply_batch(
         detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]
@@ -321,23 +330,30 @@ async def _catch_up(
     config: WorkerConfig,
     log_name: str,
     detector: LogDetector,
-    until: int,
+    until: int | None,
     run: Callable[..., Awaitable[Any]],
 ) -> None:
     """Apply the prepared messages from the detector's next offset up to ``until``, silently:
-    whoever applied them first sent their events and dead letters."""
+    whoever applied them first sent their events and dead letters. ``until`` None: the
+    offset the deployment's consumer group has committed on the log, up to which the log's
+    last holder applied it (not the log's end: the messages after it are this worker's to
+    apply, with their events, as its stream delivers them)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     partition = TopicPartition(log_name, 0)
     consumer = AIOKafkaConsumer(
         bootstrap_servers=config.broker,
         client_id=f"{config.app_id}-catch-up",
+        # the group's id, to read its committed offset: an assigned consumer does not join
+        group_id=config.app_id if until is None else None,
         enable_auto_commit=False,
         max_partition_fetch_bytes=4 * page_batches.MESSAGE_BYTES,
     )
     await consumer.start()
     try:
         consumer.assign([partition])
+        if until is None:
+            until = await consumer.committed(partition) or 0
         start = await run(lambda: detector.next_offset)
         if start >= until:
             return

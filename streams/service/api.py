@@ -113,14 +113,23 @@ class Api:
         return schemas.answer_of({"groups": groups}, schemas.FoldAnswer)
 
     def dashboard(self, since: float) -> schemas.Dashboard:
+        """The samples the writer recorded after ``since``, then one of the state as it is
+        now (the writer records a sample every few seconds of batches: the last batches of
+        a burst may come after its last sample)."""
+        now = time.time()
         with self.source.reading() as state:
             view = state.view()
-            samples = [_sample(sample) for sample in view.timeline.samples(since)]
+            stored = view.timeline.samples(since)
+            largest_now = view.clusters.largest(1)
+            counters = {name: view.counters.get(name) for name in SAMPLED_COUNTERS}
+            counters["largest_cluster"] = largest_now[0][1] if largest_now else 0
+            live = [StoredSample(now, counters)] if now > since else []
+            samples = [_sample(sample) for sample in [*stored, *live]]
             sizes = view.clusters.size_classes()
             largest = queries.largest_clusters(state, 10)
             growing = self._growing(state, 10)
         return schemas.Dashboard(
-            now=round(time.time(), 3),
+            now=round(now, 3),
             samples=samples,
             size_distribution=[
                 schemas.SizeClass(size_class_label(c), sizes[c]) for c in sorted(sizes)
@@ -161,7 +170,7 @@ class Api:
 def _sample(sample: StoredSample) -> schemas.Sample:
     counters = sample.counters
     return schemas.Sample(
-        time=round(sample.time, 3),
+        time=sample.time,
         documents=counters.get("documents", 0),
         clusters=counters.get("clusters", 0),
         documents_in_clusters=counters.get("documents_in_clusters", 0),

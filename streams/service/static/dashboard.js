@@ -103,14 +103,14 @@
   }
 
   function render(data) {
-    samples = samples.concat(data.samples).slice(-1800);
+    samples = samples.concat(data.samples).slice(-4096);
     const last = samples[samples.length - 1];
     if (last) {
       setText("documents", fmt(last.documents));
       setText("clusters", fmt(last.clusters));
       setText("documents-in-clusters", fmt(last.documents_in_clusters));
       setText("largest-cluster", fmt(last.largest_cluster));
-      setText("lag", fmt(last.lag));
+      setText("contained", fmt(last.contained));
       setText("dead-letters", fmt(last.dead_letters));
       const earlier = samples.find((s) => s.time >= last.time - 30) || last;
       const rate = last.time > earlier.time ? (last.documents - earlier.documents) / (last.time - earlier.time) : 0;

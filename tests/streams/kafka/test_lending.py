@@ -1,9 +1,10 @@
 """A worker shows the detector's state in its metrics only while it holds the prepared log,
-so that a sum over the workers counts each document once."""
+and only once it has caught the state up to what the log's last holder applied."""
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+
 from aiokafka.structs import TopicPartition
 from neardup.state import State
 from neardup.streams.kafka.lending import HeldState
@@ -20,31 +21,62 @@ def _shown(source: LiveState) -> bool:
         return False
 
 
-def test_the_state_is_shown_only_while_the_log_is_held_and_open() -> None:
-    source = LiveState(why_none="not yet")
-    held = HeldState(source, LOG)
-    with State.open(None) as state:
-        held.assigned({TopicPartition("app-pages", 0)})
-        held.opened(state)
-        assert not _shown(source), "another topic's partition is not the log"
-        held.assigned({TopicPartition(LOG, 0)})
-        assert _shown(source)
-        held.revoked({TopicPartition(LOG, 0)})
-        assert not _shown(source)
-        held.assigned({TopicPartition(LOG, 0)})
-        assert _shown(source)
-        held.closing()
-        assert not _shown(source)
-        with pytest.raises(ApiError, match="stopping"), source.reading():
-            pass
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
 
 
-def test_a_log_held_before_the_state_opens_is_shown_once_it_opens() -> None:
-    source = LiveState(why_none="not yet")
-    held = HeldState(source, LOG)
-    held.assigned({TopicPartition(LOG, 0)})
-    assert not _shown(source)
-    with State.open(None) as state:
-        held.opened(state)
-        assert _shown(source)
-        held.closing()
+def test_the_state_is_shown_while_the_log_is_held_once_caught_up() -> None:
+    async def scenario() -> None:
+        source = LiveState(why_none="not yet")
+        held = HeldState(source, LOG)
+        release = asyncio.Event()
+        catch_ups = 0
+
+        async def catch_up() -> None:
+            nonlocal catch_ups
+            catch_ups += 1
+            await release.wait()
+
+        with State.open(None) as state:
+            await held.opened(state, catch_up)
+            await held.assigned({TopicPartition("app-pages", 0)})
+            await _settle()
+            assert not _shown(source) and catch_ups == 0, "another topic is not the log"
+            await held.assigned({TopicPartition(LOG, 0)})
+            await _settle()
+            assert catch_ups == 1 and not _shown(source), "lent only once caught up"
+            release.set()
+            await _settle()
+            assert _shown(source)
+            await held.revoked({TopicPartition(LOG, 0)})
+            assert not _shown(source)
+            await held.assigned({TopicPartition(LOG, 0)})
+            await _settle()
+            assert catch_ups == 2 and _shown(source)
+            await held.closing()
+            assert not _shown(source)
+
+    asyncio.run(scenario())
+
+
+def test_a_revocation_during_the_catch_up_lends_nothing() -> None:
+    async def scenario() -> None:
+        source = LiveState(why_none="not yet")
+        held = HeldState(source, LOG)
+        release = asyncio.Event()
+
+        async def catch_up() -> None:
+            await release.wait()
+
+        with State.open(None) as state:
+            await held.opened(state, catch_up)
+            await held.assigned({TopicPartition(LOG, 0)})
+            await _settle()
+            await held.revoked({TopicPartition(LOG, 0)})
+            release.set()
+            await _settle()
+            assert not _shown(source)
+            await held.closing()
+
+    asyncio.run(scenario())

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from neardup.state import State
 from neardup.streams.service import FollowedState
+from neardup.streams.service.deployment import DeploymentState
 
 
 def _documents(source: FollowedState) -> int:
@@ -45,3 +46,34 @@ def test_a_followed_state_shows_the_writes_and_then_what_the_writer_flushed(
             source.close()
     finally:
         writer.close()
+
+
+def _write(path: Path, documents: int) -> None:
+    with State.open(path) as writer:
+        view = writer.view()
+        view.counters.add("documents", documents)
+        view.commit()
+
+
+def test_a_deployment_is_followed_at_the_detector_written_last(tmp_path: Path) -> None:
+    """Workers keep their detector states side by side; only the log's holder writes: serve
+    follows that one, and moves when another worker takes the log over."""
+    _write(tmp_path / "worker-a" / "detector", 5)
+    time.sleep(0.05)
+    _write(tmp_path / "worker-b" / "detector", 7)
+    (tmp_path / "not-a-worker").mkdir()
+    deployment = DeploymentState(tmp_path, every=0.05)
+    try:
+        assert deployment.path == tmp_path / "worker-b" / "detector"
+        with deployment.reading() as state:
+            assert state.view().counters.get("documents") == 7
+        time.sleep(0.05)
+        _write(tmp_path / "worker-a" / "detector", 6)  # worker a holds the log again
+        deadline = time.monotonic() + 10
+        while deployment.path != tmp_path / "worker-a" / "detector":
+            assert time.monotonic() < deadline, "never moved to the state written last"
+            time.sleep(0.05)
+        with deployment.reading() as state:
+            assert state.view().counters.get("documents") == 11
+    finally:
+        deployment.close()
