@@ -115,7 +115,7 @@ def run_worker(config: WorkerConfig, loglevel: str = "warning") -> None:
     worker = faust.Worker(app, loglevel=loglevel, quiet=True)
     # Faust's start-up spinner sets the root logger to DEBUG to turn on every record: each
     # debug call of aiokafka (one per record sent) and Faust then builds a record that the
-    # handlers drop (2 % of a worker's CPU), and the level asked for is not the level set
+    # handlers drop (docs/benchmarks.md), and the level asked for is not the level set
     worker.spinner = None
     try:
         worker.execute_from_commandline()

@@ -1,10 +1,10 @@
-"""Where a service reads its state from: the state a runtime is writing, or a follower.
+"""Where a service reads its state from: a state its process lends, or a follower.
 
-A runtime (``neardup run``, the worker that holds the detector) lends its open state to the
-service (``LiveState``) and takes it back before closing it: ``detach`` waits for the queries
-still reading it. ``neardup serve`` reads a state directory that another process writes,
-through a RocksDB secondary instance (``FollowedState``) caught up with each write of the
-writer, off the request path.
+A writer (``neardup run``, the worker that holds the detector) lends its open state to its
+metrics (``LiveState``) and takes it back before closing it: ``detach`` waits for the
+scrapes still reading it. ``neardup serve`` reads a state directory that another process
+writes, through a RocksDB secondary instance (``FollowedState``) caught up with each write of
+the writer, off the request path.
 """
 
 from __future__ import annotations
@@ -85,9 +85,8 @@ class FollowedState:
 
     rocksdict holds the interpreter lock through a catch-up, so frequent small catch-ups keep
     each pause of the requests short: the log is looked at every ``every`` seconds, and a
-    catch-up follows each write of the writer, one batch (5-7 ms of replay for a batch of 256
-    pages on a 100k-document state, where four catch-ups a second met two batches at once,
-    10-30 ms each). A catch-up cannot show what the writer flushed until its log moves on
+    catch-up follows each write of the writer, one batch (docs/service.md). A catch-up
+    cannot show what the writer flushed until its log moves on
     (see ``Store.outdated``); when the writer has flushed and then written nothing for
     ``quiet`` seconds (a pause, or the end of a run), the thread opens a new follower, lends
     it to the next requests, and closes the old one once no request reads it. Reopening
