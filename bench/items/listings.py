@@ -161,8 +161,9 @@ def _entities(rng: random.Random, count: int) -> Iterator[_Entity]:
         if roll < 0.1:  # a chain: several branches on one street, more elsewhere in town
             name, street, suffix = rng.choice(CHAINS), _street(rng), rng.randrange(len(SUFFIXES))
             base = _offset(clat, clon, rng.uniform(-4000, 4000), rng.uniform(-4000, 4000))
-            for branch in range(rng.randint(2, 6)):
-                along = branch * rng.uniform(250, 700)
+            along = 0.0
+            for _ in range(rng.randint(2, 6)):
+                along += rng.uniform(250, 700)  # branches a few hundred metres apart
                 lat, lon = _offset(*base, 0.0, along)
                 number = 100 + int(along / 5) + rng.randint(0, 9)
                 yield _Entity(
@@ -186,10 +187,11 @@ def _entities(rng: random.Random, count: int) -> Iterator[_Entity]:
 
 
 def _typo(rng: random.Random, text: str) -> str:
-    letters = [i for i, char in enumerate(text) if char.isalpha()]
-    if len(letters) < 4:
+    # inside a word, past its first letter: people rarely mistype a word's start
+    letters = [i for i in range(1, len(text)) if text[i].isalpha() and text[i - 1].isalpha()]
+    if len(letters) < 3:
         return text
-    at = rng.choice(letters[1:])
+    at = rng.choice(letters)
     kind = rng.randrange(4)
     if kind == 0:
         return text[:at] + text[at + 1 :]
@@ -221,7 +223,7 @@ def _vary_name(rng: random.Random, name: str, city: str) -> str:
     if rng.random() < 0.1:
         words.append(rng.choice([city, f"- {city}", f"({city})"]))
     text = " ".join(words)
-    for _ in range(rng.choice([0, 0, 0, 1, 1, 2])):
+    for _ in range(rng.choice([0, 0, 0, 0, 1, 1, 1, 2])):
         text = _typo(rng, text)
     style = rng.random()
     return text.upper() if style < 0.08 else text.lower() if style < 0.14 else text

@@ -51,8 +51,9 @@ def haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
 
 
 def geo_similarity(distance_m: float, radius_m: float) -> float:
-    """1 at the same place, falling linearly to 0 at the radius (0 beyond it)."""
-    return max(0.0, 1.0 - distance_m / radius_m)
+    """1 at the same place, 0 at the radius and beyond: 1 - (d/r)^2, flat near 0, so that pins
+    moved by a few tens of metres lose little, and falling fast toward the radius."""
+    return max(0.0, 1.0 - (distance_m / radius_m) ** 2)
 
 
 def _cell_degrees(precision: int) -> tuple[float, float]:

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: n of the character n-grams of text fields (chosen by measurement: bench/items/README.md)
-GRAM_SIZE = 3
+GRAM_SIZE = 2
 #: w of the word shingles of longtext fields (as pages are shingled, shorter: descriptions are)
 SHINGLE_SIZE = 3
 
