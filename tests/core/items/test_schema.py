@@ -19,11 +19,11 @@ def test_the_documented_form_parses_as_written(listings_schema: ItemSchema) -> N
 @pytest.mark.parametrize(
     ("old", "new", "named"),
     [
-        ('type = "category"', 'type = "categroy"', "line 11: [fields.city] type = 'categroy'"),
-        ("weight = 1", "weight = 0", "line 12: [fields.city] weight = 0"),
-        ("weight = 1", "weight = -2", "line 12: [fields.city] weight = -2"),
+        ('type = "category"', 'type = "categroy"', "line 10: [fields.city] type = 'categroy'"),
+        ("weight = 1", "weight = 0", "line 11: [fields.city] weight = 0"),
+        ("weight = 1", "weight = -2", "line 11: [fields.city] weight = -2"),
         ('lat = "latitude"\n', "", "[fields.location] is geo without lat and lon"),
-        ("weight = 1", "wieght = 1", "line 12: [fields.city] has unknown key 'wieght'"),
+        ("weight = 1", "wieght = 1", "line 11: [fields.city] has unknown key 'wieght'"),
         ('url = "url"', 'ulr = "url"', "line 2: unknown top-level key 'ulr'"),
         ('id = "id"\n', "", "the schema has no id"),
         ('id = "id"\n', 'id = "id"\nthreshold = 1.5\n', "line 2: threshold=1.5"),
@@ -39,10 +39,12 @@ def test_mistakes_name_the_line_and_field(
 
 
 def test_fractional_weights_and_settings_are_accepted() -> None:
-    text = 'id = "i"\nthreshold = 0.8\nmin_weight = 1\n[fields.a]\ntype = "number"\nweight = 0.5\n'
+    text = (
+        'id = "i"\nthreshold = 0.8\nmin_weight = 0.25\n[fields.a]\ntype = "number"\nweight = 0.5\n'
+    )
     schema = ItemSchema.from_toml(text)
     assert schema.threshold == 0.8 and schema.fields[0].weight == 0.5
-    assert schema.least_weight == 1.0
+    assert schema.least_weight == 0.25
 
 
 def test_synonyms_file_text_comes_from_the_caller() -> None:
