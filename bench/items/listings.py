@@ -36,13 +36,68 @@ CITIES = [
     ("Bristol", 36.5951, -82.1887),
     ("Clinton", 42.4168, -71.6829),
 ]
-STREETS = (
-    "Main Oak Maple Pine Cedar Elm Washington Lincoln Jefferson Madison Park Lake Hill Church "
-    "Mill Spring River Market Union Center Highland Chestnut Walnut Franklin Jackson Adams "
-    "Cherry Meadow Forest Sunset Ridge Grove Bridge Water Prospect Pleasant Liberty Locust "
-    "Academy Broad Harrison Grant Monroe Willow Birch Aspen Laurel Magnolia Dogwood Poplar "
-    "Hickory Sycamore Cypress Juniper Lafayette Franklin Lexington Hamilton Warren Clay"
-).split()
+STREETS = [
+    "Main",
+    "Oak",
+    "Maple",
+    "Pine",
+    "Cedar",
+    "Elm",
+    "Washington",
+    "Lincoln",
+    "Jefferson",
+    "Madison",
+    "Park",
+    "Lake",
+    "Hill",
+    "Church",
+    "Mill",
+    "Spring",
+    "River",
+    "Market",
+    "Union",
+    "Center",
+    "Highland",
+    "Chestnut",
+    "Walnut",
+    "Franklin",
+    "Jackson",
+    "Adams",
+    "Cherry",
+    "Meadow",
+    "Forest",
+    "Sunset",
+    "Ridge",
+    "Grove",
+    "Bridge",
+    "Water",
+    "Prospect",
+    "Pleasant",
+    "Liberty",
+    "Locust",
+    "Academy",
+    "Broad",
+    "Harrison",
+    "Grant",
+    "Monroe",
+    "Willow",
+    "Birch",
+    "Aspen",
+    "Laurel",
+    "Magnolia",
+    "Dogwood",
+    "Poplar",
+    "Hickory",
+    "Sycamore",
+    "Cypress",
+    "Juniper",
+    "Lafayette",
+    "Franklin",
+    "Lexington",
+    "Hamilton",
+    "Warren",
+    "Clay",
+]
 SAINT_STREETS = ["Saint James", "Saint Charles", "Saint Paul", "Saint Marks", "Saint Clair"]
 SUFFIXES = [
     ("Street", ["St", "St.", "Str"]),
@@ -61,35 +116,202 @@ SUFFIXES = [
 DIRECTIONS = [("North", "N"), ("South", "S"), ("East", "E"), ("West", "W")]
 ORDINALS = [("First", "1st"), ("Second", "2nd"), ("Third", "3rd"), ("Fourth", "4th")]
 ORDINALS += [("Fifth", "5th"), ("Sixth", "6th"), ("Seventh", "7th"), ("Eighth", "8th")]
-PEOPLE = (
-    "Joe Tony Maria Rosa Frank Sam Lucy Ali Chen Omar Priya Hans Olga Pedro Ivan Mei Kofi "
-    "Liam Nora Gus Vera Abe Ida Otto Rita Hugo Lena Max Ada Theo Zoe Finn Ruth Walt Bea"
-).split()
-SURNAMES = (
-    "Murphy Kelly Russo Nguyen Patel Schmidt Garcia Kowalski Olsen Brennan Moreau Rossi "
-    "Fischer Novak Silva Haddad Okafor Tanaka Larsen Duffy Romano Weber Costa Meyer Byrne"
-).split()
-KINDS = (
-    "Pizza|Pizzeria|Cafe|Coffee House|Bakery|Diner|Grill|Pharmacy|Hardware|Dental Care|"
-    "Barber Shop|Laundromat|Books|Florist|Auto Repair|Hotel|Pub|Tavern|Deli|Tailors|"
-    "Bicycle Shop|Pet Supplies|Optical|Music Store|Yoga Studio|Fitness|Insurance|Law Office|"
-    "Bistro|Noodle Bar|Taqueria|Steakhouse|Sushi|Ice Cream|Bagels|Butcher|Wine Shop|Salon"
-).split("|")
-ADJECTIVES = (
-    "Golden Blue Red Green Silver Happy Lucky Royal Little Big Old New Rustic Urban Corner "
-    "Sunny Northern Southern Eastside Westside Harbor Village Garden Hilltop Riverside"
-).split()
-NOUNS = (
-    "Lantern Anchor Oak Fox Crown Bell Star Rose Harvest Compass Bridge Mill Beacon Sparrow "
-    "Kettle Spoon Barrel Thistle Pepper Olive Maple Acorn Feather Pebble Orchard Meadow"
-).split()
-SAINTS = "Patrick Mary Joseph Anne Francis Michael Brigid Finbarr Jude Luke Agnes Columba".split()
+PEOPLE = [
+    "Joe",
+    "Tony",
+    "Maria",
+    "Rosa",
+    "Frank",
+    "Sam",
+    "Lucy",
+    "Ali",
+    "Chen",
+    "Omar",
+    "Priya",
+    "Hans",
+    "Olga",
+    "Pedro",
+    "Ivan",
+    "Mei",
+    "Kofi",
+    "Liam",
+    "Nora",
+    "Gus",
+    "Vera",
+    "Abe",
+    "Ida",
+    "Otto",
+    "Rita",
+    "Hugo",
+    "Lena",
+    "Max",
+    "Ada",
+    "Theo",
+    "Zoe",
+    "Finn",
+    "Ruth",
+    "Walt",
+    "Bea",
+]
+SURNAMES = [
+    "Murphy",
+    "Kelly",
+    "Russo",
+    "Nguyen",
+    "Patel",
+    "Schmidt",
+    "Garcia",
+    "Kowalski",
+    "Olsen",
+    "Brennan",
+    "Moreau",
+    "Rossi",
+    "Fischer",
+    "Novak",
+    "Silva",
+    "Haddad",
+    "Okafor",
+    "Tanaka",
+    "Larsen",
+    "Duffy",
+    "Romano",
+    "Weber",
+    "Costa",
+    "Meyer",
+    "Byrne",
+]
+KINDS = [
+    "Pizza",
+    "Pizzeria",
+    "Cafe",
+    "Coffee House",
+    "Bakery",
+    "Diner",
+    "Grill",
+    "Pharmacy",
+    "Hardware",
+    "Dental Care",
+    "Barber Shop",
+    "Laundromat",
+    "Books",
+    "Florist",
+    "Auto Repair",
+    "Hotel",
+    "Pub",
+    "Tavern",
+    "Deli",
+    "Tailors",
+    "Bicycle Shop",
+    "Pet Supplies",
+    "Optical",
+    "Music Store",
+    "Yoga Studio",
+    "Fitness",
+    "Insurance",
+    "Law Office",
+    "Bistro",
+    "Noodle Bar",
+    "Taqueria",
+    "Steakhouse",
+    "Sushi",
+    "Ice Cream",
+    "Bagels",
+    "Butcher",
+    "Wine Shop",
+    "Salon",
+]
+ADJECTIVES = [
+    "Golden",
+    "Blue",
+    "Red",
+    "Green",
+    "Silver",
+    "Happy",
+    "Lucky",
+    "Royal",
+    "Little",
+    "Big",
+    "Old",
+    "New",
+    "Rustic",
+    "Urban",
+    "Corner",
+    "Sunny",
+    "Northern",
+    "Southern",
+    "Eastside",
+    "Westside",
+    "Harbor",
+    "Village",
+    "Garden",
+    "Hilltop",
+    "Riverside",
+]
+NOUNS = [
+    "Lantern",
+    "Anchor",
+    "Oak",
+    "Fox",
+    "Crown",
+    "Bell",
+    "Star",
+    "Rose",
+    "Harvest",
+    "Compass",
+    "Bridge",
+    "Mill",
+    "Beacon",
+    "Sparrow",
+    "Kettle",
+    "Spoon",
+    "Barrel",
+    "Thistle",
+    "Pepper",
+    "Olive",
+    "Maple",
+    "Acorn",
+    "Feather",
+    "Pebble",
+    "Orchard",
+    "Meadow",
+]
+SAINTS = [
+    "Patrick",
+    "Mary",
+    "Joseph",
+    "Anne",
+    "Francis",
+    "Michael",
+    "Brigid",
+    "Finbarr",
+    "Jude",
+    "Luke",
+    "Agnes",
+    "Columba",
+]
 SAINT_KINDS = ["Church", "Cathedral", "School", "Hospital", "Parish Hall", "Academy"]
-CHAINS = (
-    "Quikmart|Java Junction|Burger Barn|Fresh Foods Market|Quick Lube|Taco Town|Bean There|"
-    "Pizza Palace|Dollar Depot|Wok Express|Sub Station|Donut Den|Mega Mart|Speedy Wash|"
-    "Green Leaf Pharmacy|City Bank|Book Nook|Pet Pals|Shoe Stop|Paper Trail"
-).split("|")
+CHAINS = [
+    "Quikmart",
+    "Java Junction",
+    "Burger Barn",
+    "Fresh Foods Market",
+    "Quick Lube",
+    "Taco Town",
+    "Bean There",
+    "Pizza Palace",
+    "Dollar Depot",
+    "Wok Express",
+    "Sub Station",
+    "Donut Den",
+    "Mega Mart",
+    "Speedy Wash",
+    "Green Leaf Pharmacy",
+    "City Bank",
+    "Book Nook",
+    "Pet Pals",
+    "Shoe Stop",
+    "Paper Trail",
+]
 SUITES = [("Suite", "Ste"), ("Unit", "Unit"), ("Floor", "Fl"), ("Apartment", "Apt")]
 _KEYBOARD = "abcdefghijklmnopqrstuvwxyz"
 

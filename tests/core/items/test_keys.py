@@ -38,7 +38,23 @@ weight = {about}
 type = "number"
 weight = {price}
 """
-WORDS = "joe pizza saint mary church main street oak avenue cafe grill north 12 14 first".split()
+WORDS = [
+    "joe",
+    "pizza",
+    "saint",
+    "mary",
+    "church",
+    "main",
+    "street",
+    "oak",
+    "avenue",
+    "cafe",
+    "grill",
+    "north",
+    "12",
+    "14",
+    "first",
+]
 
 
 def schema_of(threshold: float, weights: dict[str, float]) -> ItemSchema:
