@@ -112,7 +112,7 @@ def _losses(schema: ItemSchema, floors: Sequence[float]) -> list[float]:
 
 
 @lru_cache(maxsize=4096)
-def _ternary(count: int) -> np.ndarray:  # type: ignore[type-arg]
+def _ternary(count: int) -> np.ndarray:
     """Every assignment of absent (0), passing (1), failing (2) to ``count`` fields."""
     codes = np.arange(3**count, dtype=np.int64)
     return np.stack([(codes // 3**i) % 3 for i in range(count)], axis=1).astype(np.int8)

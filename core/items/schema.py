@@ -365,8 +365,8 @@ def _from_mapping(data: dict[str, Any], text: str, synonyms_text: str | None) ->
     except SchemaError as error:
         # top-level messages start with "key=value": point at that key's line
         message = str(error)
-        key = message.split("=", 1)[0] if "=" in message.split(" ", 1)[0] else None
-        prefix = _at(text, "", key) if key in _TOP_KEYS else ""
+        named = message.split("=", 1)[0] if "=" in message.split(" ", 1)[0] else ""
+        prefix = _at(text, "", named) if named in _TOP_KEYS else ""
         raise SchemaError(prefix + message) from None
 
 
