@@ -93,6 +93,7 @@ def evaluate(
     corpus: Sequence[tuple[dict[str, Any], str]],
     cap: int = 1000,
     missed: bool = False,
+    rules: bool = False,
 ) -> dict[str, Any]:
     """Run the reference pipeline over the corpus and score it."""
     preparer = ItemPreparer(schema)
@@ -103,6 +104,8 @@ def evaluate(
     clusters = _UnionFind()
     dead: Counter[str] = Counter()
     candidates = verified_pairs = 0
+    by_rule: Counter[int] | None = Counter() if rules else None
+    rule_keys: Counter[int] = Counter()
     started = time.perf_counter()
     for record, entity in corpus:
         try:
@@ -115,6 +118,10 @@ def evaluate(
         truth.append(entity)
         found = {other for key in item.probes for other in index.get(key, ())}
         candidates += len(found)
+        if by_rule is not None:
+            for number, (posted, probes) in enumerate(preparer.keymaker.keys_by_rule(item.values)):
+                rule_keys[number] += len(set(posted))
+                by_rule[number] += len({o for key in probes for o in index.get(key, ())})
         for other in found:
             if verify(item, items[other], schema).matched:
                 verified_pairs += 1
@@ -144,6 +151,15 @@ def evaluate(
         "encoded_bytes_per_item": sum(len(i.encode()) for i in items) / max(1, len(items)),
         "seconds": round(elapsed, 1),
     }
+    if by_rule is not None:
+        names = preparer.plan.describe(schema).split(" | ")
+        result["by_rule"] = {
+            name: {
+                "keys": rule_keys[n] / max(1, len(items)),
+                "candidates": by_rule[n] / max(1, len(items)),
+            }
+            for n, name in enumerate(names)
+        }
     if missed:
         result["missed_by_keys"] = _missed_by_keys(schema, items, truth)
     return result
@@ -175,13 +191,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--schema", type=Path, help="a schema TOML instead of the corpus's")
     parser.add_argument("--missed", action="store_true", help="check the key guarantee")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--rules", action="store_true", help="keys and candidates per rule")
     args = parser.parse_args(argv)
     text, corpus = load_corpus(args.corpus, args.n, args.seed)
     if args.schema is not None:
         text = args.schema.read_text()
     if args.threshold is not None:
         text = f"threshold = {args.threshold}\n{text}"
-    result = evaluate(ItemSchema.from_toml(text), corpus, args.cap, args.missed)
+    result = evaluate(ItemSchema.from_toml(text), corpus, args.cap, args.missed, args.rules)
     result["corpus"] = args.corpus
     if args.json:
         print(json.dumps(result))

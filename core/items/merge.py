@@ -75,10 +75,11 @@ def _merge_values(values: Sequence[FieldValue]) -> Any:
         )
     if isinstance(first, TextValue):
         texts = [value for value in values if isinstance(value, TextValue)]
-        counts = Counter(token for text in texts for token in text.tokens)
+        counts = Counter(token for text in texts for token in (*text.word_tokens, *text.grams))
 
         def support(text: TextValue) -> tuple[int, int]:
-            return sum(counts[token] - 1 for token in text.tokens), len(text.display)
+            shared = sum(counts[token] - 1 for token in (*text.word_tokens, *text.grams))
+            return shared, len(text.display)
 
         return max(texts, key=support).display
     if isinstance(first, LongTextValue):

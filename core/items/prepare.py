@@ -22,9 +22,9 @@ from ..exceptions import BadRecordError
 from .keys import KeyMaker, KeyPlan
 from .normalise import (
     TextNormaliser,
+    gram_tokens,
     normalise_identifier,
     shingle_tokens,
-    text_tokens,
     token_hash,
 )
 from .schema import FieldSpec, ItemSchema
@@ -142,7 +142,13 @@ class ItemPreparer:
             if spec.type == "longtext":
                 return LongTextValue(display, tuple(shingle_tokens(words)[:SKETCH_SIZE]))
             numbers = sorted({token_hash("w", word) for word in words if word.isdigit()})
-            return TextValue(display, " ".join(words), tuple(text_tokens(words)), tuple(numbers))
+            return TextValue(
+                display,
+                " ".join(words),
+                tuple(self.text.word_tokens(words)),
+                tuple(gram_tokens(words)),
+                tuple(numbers),
+            )
         if spec.type == "category":
             value = self.text.category(text)
             return CategoryValue(display, value, token_hash("v", value)) if value else None

@@ -1,8 +1,9 @@
 """Per-field similarity in [0, 1] and the combined score of two items.
 
-* text: Jaccard of the token sets (words and character n-grams together: the words reward
-  exact spelling, the n-grams survive typos and split or joined words); 0 when both texts have
-  numbers and share none of them.
+* text: the mean of the Jaccard of the word sets and that of the character n-gram sets (the
+  words reward exact spelling, the n-grams survive typos and split or joined words); 0 when
+  both texts have numbers and share none of them. Kept apart so that a score of s needs word
+  Jaccard ≥ 2s - 1: a high floor is then keyed on a text's first few words (``keys.py``).
 * longtext: resemblance estimated from the two bottom-s samples (Broder's MIN_s: of the s
   smallest values of the union, the share found in both; exact below s shingles).
 * category, identifier: 1 when the normalised values are equal, else 0.
@@ -12,9 +13,9 @@
 The combined score is the weighted mean over the fields both items have (a field missing or
 empty in either is left out, neither a match nor a mismatch); tokens are never pooled across
 fields. A pair whose common fields weigh less than the schema's ``least_weight`` is no match,
-whatever its score (two records with only a city in common say nothing). Every similarity
-is at most the Jaccard (or estimate) of the sets the keys are cut
-from, which is what the key plan's guarantee rests on (``keys.py``).
+whatever its score (two records with only a city in common say nothing). Each similarity
+bounds a Jaccard (or estimate) of the sets the keys are cut from, which is what the key
+plan's guarantee rests on (``keys.py``).
 """
 
 from __future__ import annotations
@@ -35,13 +36,19 @@ from .values import (
 )
 
 __all__ = [
+    "WORD_SHARE",
     "ItemMatch",
     "combine",
     "field_similarity",
     "jaccard_sorted",
     "number_similarity",
     "sketch_resemblance",
+    "text_similarity",
+    "word_floor",
 ]
+
+#: the words' share of a text's score (the n-grams have the rest)
+WORD_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +62,7 @@ class ItemMatch:
 
 
 def jaccard_sorted(a: Sequence[int], b: Sequence[int]) -> float:
-    """|A ∩ B| / |A ∪ B| of two sorted distinct sequences (0 when both are empty)."""
+    """|A ∩ B| / |A ∪ B| of two sequences of distinct values (0 when either is empty)."""
     if not a or not b:
         return 0.0
     shared = len(set(a).intersection(b))
@@ -82,12 +89,23 @@ def number_similarity(a: float, b: float) -> float:
     return min(abs(a), abs(b)) / max(abs(a), abs(b))
 
 
+def text_similarity(a: TextValue, b: TextValue) -> float:
+    """Mean of the word and n-gram Jaccards; 0 when both have numbers and share none."""
+    if a.numbers and b.numbers and not set(a.numbers).intersection(b.numbers):
+        return 0.0
+    words = jaccard_sorted(a.word_tokens, b.word_tokens)
+    return WORD_SHARE * words + (1.0 - WORD_SHARE) * jaccard_sorted(a.grams, b.grams)
+
+
+def word_floor(score: float) -> float:
+    """The word Jaccard a text score of ``score`` needs, n-grams all shared (≤ 0: none)."""
+    return (score - (1.0 - WORD_SHARE)) / WORD_SHARE
+
+
 def field_similarity(spec: FieldSpec, a: FieldValue, b: FieldValue, sketch_size: int) -> float:
     """The similarity of two values of one field."""
     if isinstance(a, TextValue) and isinstance(b, TextValue):
-        if a.numbers and b.numbers and not set(a.numbers).intersection(b.numbers):
-            return 0.0
-        return jaccard_sorted(a.tokens, b.tokens)
+        return text_similarity(a, b)
     if isinstance(a, (CategoryValue, IdentifierValue)) and isinstance(
         b, (CategoryValue, IdentifierValue)
     ):

@@ -1,7 +1,8 @@
 """A prepared field's value, one small struct per field type (msgspec: compact to store).
 
-Token tuples are sorted distinct 32-bit hashes (``normalise.token_hash``), so the first ones
-are the prefix in the one global order that prefix filtering needs.
+Token tuples are distinct 32-bit hashes (``normalise.token_hash``) in one global order (sorted,
+or for a text's words, common words last), so the first ones are the prefix that prefix
+filtering needs.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ __all__ = [
 
 
 class TextValue(msgspec.Struct, frozen=True, array_like=True, tag=1):
-    """Words and character n-grams. ``numbers``: hashes of the words that are numbers (two
-    texts whose numbers differ entirely name different things: "12 Main St", "14 Main St")."""
+    """Words and character n-grams, apart. ``word_tokens`` are in the key order (rare words
+    first: ``normalise.word_tokens``), ``grams`` sorted. ``numbers``: hashes of the words that
+    are numbers (two texts whose numbers differ entirely name different things: "12 Main St",
+    "14 Main St")."""
 
     display: str
     words: str  # the canonical words, space separated
-    tokens: tuple[int, ...]
+    word_tokens: tuple[int, ...]
+    grams: tuple[int, ...]
     numbers: tuple[int, ...] = ()
 
 

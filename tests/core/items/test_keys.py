@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from neardup.core.items.keys import passing_sets, plan_keys, prefix_length, uncovered
+from neardup.core.items.keys import plan_keys, prefix_length, uncovered, word_keys
+from neardup.core.items.plan import level_sets
 from neardup.core.items.prepare import ItemPreparer, verify
 from neardup.core.items.schema import ItemSchema
 
@@ -159,16 +161,18 @@ def test_plans_cover_every_passing_set(threshold: float, weights: dict[str, floa
     schema = schema_of(round(threshold, 3), weights)
     plan = plan_keys(schema)
     assert uncovered(schema, plan) == []
-    assert all(1 <= len(rule.fields) <= 2 for rule in plan.rules)
+    assert all(1 <= len(set(rule.fields)) == len(rule.fields) <= 3 for rule in plan.rules)
 
 
 def test_a_pair_with_too_little_weight_in_common_needs_no_key() -> None:
     schema = schema_of(0.7, dict.fromkeys(("name", "address", "city", "location"), 1.0)
                        | {"phone": 1.0, "about": 1.0, "price": 1.0})  # fmt: skip
-    sets = passing_sets(schema, plan_keys(schema).floors)
+    floors = plan_keys(schema).floors
+    sets = level_sets(schema, floors)
     assert sets is not None
-    # half the weight (3.5 of 7) must be shared: no passing set has one or two light fields
-    assert all(bin(mask).count("1") >= 2 for mask in sets)
+    fields = [i for i, own in enumerate(floors) for _ in own]  # the field of each bit
+    # half the weight (3.5 of 7) must be shared: no level set reaches one or two light fields
+    assert all(len({fields[b] for b in range(len(fields)) if mask >> b & 1}) >= 2 for mask in sets)
 
 
 @pytest.mark.parametrize(
@@ -176,3 +180,19 @@ def test_a_pair_with_too_little_weight_in_common_needs_no_key() -> None:
 )
 def test_prefix_length(count: int, floor: float, expected: int) -> None:
     assert prefix_length(count, floor) == expected
+
+
+@pytest.mark.parametrize("floor", [0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 0.8, 1.0])
+def test_word_prefixes_and_pairs_meet_for_every_pair_of_sets_at_the_floor(floor: float) -> None:
+    # every pair of sets of 1 to 5 tokens out of 7 (sorted: the one global order)
+    universe = range(7)
+    sets = [c for size in range(1, 6) for c in itertools.combinations(universe, size)]
+    for a in sets:
+        a_single, a_pairs = word_keys(a, floor, 1), word_keys(a, floor, 2)
+        for b in sets:
+            shared = len(set(a) & set(b))
+            if shared / len(set(a) | set(b)) < floor - 1e-12:
+                continue
+            b_single, b_pairs = word_keys(b, floor, 1), word_keys(b, floor, 2)
+            assert set(a_single[1]) & set(b_single[0]), (a, b)
+            assert set(a_pairs[1]) & set(b_pairs[0]), (a, b)

@@ -9,6 +9,8 @@ from neardup.core.items.normalise import (
     char_grams,
     normalise_identifier,
     raw_words,
+    token_hash,
+    word_token,
 )
 from neardup.core.items.synonyms import listings_table, parse_synonyms
 
@@ -80,9 +82,25 @@ def test_raw_words_drop_possessives_and_split_on_punctuation() -> None:
     assert raw_words("O'Brien's Pub, Co.") == ["obrien", "pub", "co"]
 
 
-def test_char_grams_join_words_so_split_and_joined_words_agree() -> None:
-    assert char_grams(["fin", "barr"], 3) == char_grams(["finbarr"], 3)
-    assert char_grams(["ab"], 3) == ["ab"] and char_grams([], 3) == []
+def test_char_grams_are_per_word_and_padded() -> None:
+    assert char_grams(["fin", "barr"], 2) == ["^f", "fi", "in", "n$", "^b", "ba", "ar", "rr", "r$"]
+    assert char_grams(["a"], 3) == ["^a$"] and char_grams([], 3) == []
+
+
+def test_word_tokens_keep_three_letters_and_whole_numbers() -> None:
+    assert [word_token(w) for w in ("insurance", "insurnace", "1781", "5th", "st")] == [
+        "ins",
+        "ins",
+        "1781",
+        "5th",
+        "st",
+    ]
+
+
+def test_common_word_tokens_come_last_in_the_key_order(text: TextNormaliser) -> None:
+    tokens = text.word_tokens(["st", "maple", "1781", "n"])
+    rare = {token_hash("w", "map"), token_hash("w", "1781")}
+    assert set(tokens[:2]) == rare and tokens[:2] == sorted(rare)
 
 
 @pytest.mark.parametrize(
