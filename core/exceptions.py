@@ -2,6 +2,8 @@
 
     NeardupError
     ├── SettingsError            a Settings field is out of range (also a ValueError)
+    ├── SchemaError              an item schema (TOML) or synonym table is invalid (also a
+    │                            ValueError); the message names the line or field
     ├── SketchMismatchError      two sketches made with different parameters were compared
     ├── BadRecordError           an input record cannot become a document (also a ValueError);
     │                            ``reason`` is the short machine-readable cause
@@ -19,6 +21,7 @@ __all__ = [
     "BrokerError",
     "IncompatibleStateError",
     "NeardupError",
+    "SchemaError",
     "SettingsError",
     "SketchMismatchError",
     "StateError",
@@ -31,6 +34,11 @@ class NeardupError(Exception):
 
 class SettingsError(NeardupError, ValueError):
     """A setting has a value neardup cannot work with; the message names the value and the fix."""
+
+
+class SchemaError(NeardupError, ValueError):
+    """An item schema or synonym table cannot be used; the message names the line or field
+    and the fix."""
 
 
 class SketchMismatchError(NeardupError, ValueError):

@@ -1,0 +1,243 @@
+"""From a decoded JSON record to a ``PreparedItem``: checked, normalised, tokenised, keyed.
+
+A record that cannot become an item raises ``BadRecordError`` with a reason code for the
+dead letters: ``not_an_object``, ``missing_id``, ``bad_field`` (a value of the wrong type),
+``bad_location`` (latitude outside ±90, longitude outside ±180, or only one of them),
+``not_finite`` (NaN or infinity), ``too_large`` (a field over ``MAX_FIELD_CHARS``).
+A field that is absent, null or empty after normalisation is missing: left out of scores.
+
+``PreparedItem.encode`` is a compact msgpack form for the state (the keys are not in it: the
+index holds them, and ``ItemPreparer.keys`` recomputes them from the values).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ..exceptions import BadRecordError
+from .keys import KeyMaker, KeyPlan
+from .normalise import (
+    TextNormaliser,
+    gram_tokens,
+    normalise_identifier,
+    shingle_tokens,
+    token_hash,
+)
+from .schema import FieldSpec, ItemSchema
+from .similarity import ItemMatch, combine
+from .synonyms import listings_table
+from .values import (
+    CategoryValue,
+    FieldValue,
+    GeoValue,
+    IdentifierValue,
+    LongTextValue,
+    NumberValue,
+    TextValue,
+)
+
+__all__ = [
+    "DISPLAY_CHARS",
+    "MAX_FIELD_CHARS",
+    "SKETCH_SIZE",
+    "ItemPreparer",
+    "PreparedItem",
+    "verify",
+]
+
+#: a field longer than this (characters) sends the record to the dead letters as too_large
+MAX_FIELD_CHARS = 1_000_000
+#: the display form kept per field for merged records (characters)
+DISPLAY_CHARS = 200
+#: s, the bottom-s sample kept of a longtext's shingles
+SKETCH_SIZE = 64
+
+
+class PreparedItem(msgspec.Struct, frozen=True, array_like=True):
+    """One item ready to index and compare. ``values`` are aligned with the schema's fields
+    (None where missing); ``keys`` are posted to the index, ``probes`` looked up there."""
+
+    id: str
+    url: str | None
+    values: tuple[FieldValue | None, ...]
+    source: str | None = None
+    keys: tuple[int, ...] = ()
+    probes: tuple[int, ...] = ()
+
+    def encode(self) -> bytes:
+        """Compact binary form for the state (without keys and probes)."""
+        return _ENCODER.encode(
+            PreparedItem(self.id, self.url, self.values, self.source)  # keys left out
+        )
+
+    @staticmethod
+    def decode(data: bytes) -> PreparedItem:
+        """The item ``encode`` wrote (with no keys: ``ItemPreparer.keys`` recomputes them)."""
+        return _DECODER.decode(data)
+
+    def value(self, schema: ItemSchema, name: str) -> FieldValue | None:
+        """The value of field ``name``."""
+        return self.values[[spec.name for spec in schema.fields].index(name)]
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(PreparedItem)
+
+
+class ItemPreparer:
+    """Prepares records of one schema (holds its synonym table, stemmer and key plan)."""
+
+    def __init__(self, schema: ItemSchema, plan: KeyPlan | None = None) -> None:
+        self.schema = schema
+        table = listings_table()
+        if schema.synonyms:
+            table = table.extended(schema.synonyms, "the schema's synonyms")
+        self.text = TextNormaliser(table, schema.language)
+        self.keymaker = KeyMaker(schema, plan)
+
+    @property
+    def plan(self) -> KeyPlan:
+        return self.keymaker.plan
+
+    def prepare(self, record: Any) -> PreparedItem:
+        """A PreparedItem from a decoded JSON object, or BadRecordError saying why not."""
+        if not isinstance(record, dict):
+            raise BadRecordError(
+                "not_an_object", f"expected a JSON object, got {type(record).__name__}"
+            )
+        item_id = _scalar_text(record, self.schema.id_field, "missing_id")
+        if item_id is None:
+            raise BadRecordError(
+                "missing_id", f"the record has no {self.schema.id_field!r} (its id)"
+            )
+        url = _optional_text(record, self.schema.url_field)
+        source = _optional_text(record, self.schema.source_field)
+        values = tuple(self._value(spec, record) for spec in self.schema.fields)
+        keys, probes = self.keymaker.keys(values)
+        return PreparedItem(item_id, url, values, source, keys, probes)
+
+    def keys(self, item: PreparedItem) -> PreparedItem:
+        """The item with its keys and probes (recomputed: a decoded item has none)."""
+        keys, probes = self.keymaker.keys(item.values)
+        return msgspec.structs.replace(item, keys=keys, probes=probes)
+
+    def _value(self, spec: FieldSpec, record: dict[str, Any]) -> FieldValue | None:
+        if spec.type == "geo":
+            return _geo(spec, record)
+        raw = record.get(spec.name)
+        if raw is None:
+            return None
+        if spec.type == "number":
+            return _number(spec, raw)
+        text = _field_text(spec, raw)
+        display = " ".join(text.split())[:DISPLAY_CHARS]
+        if spec.type in ("text", "longtext"):
+            words = self.text.words(text)
+            if not words:
+                return None
+            if spec.type == "longtext":
+                return LongTextValue(display, tuple(shingle_tokens(words)[:SKETCH_SIZE]))
+            numbers = sorted({token_hash("w", word) for word in words if word.isdigit()})
+            return TextValue(
+                display,
+                " ".join(words),
+                tuple(self.text.word_tokens(words)),
+                tuple(gram_tokens(words)),
+                tuple(numbers),
+            )
+        if spec.type == "category":
+            value = self.text.category(text)
+            return CategoryValue(display, value, token_hash("v", value)) if value else None
+        value = normalise_identifier(text, spec.kind)
+        return IdentifierValue(display, value, token_hash("v", value)) if value else None
+
+
+def verify(a: PreparedItem, b: PreparedItem, schema: ItemSchema) -> ItemMatch:
+    """The combined score of two items, each compared field's score, and the verdict."""
+    return combine(
+        schema.fields, a.values, b.values, schema.threshold, SKETCH_SIZE, schema.least_weight
+    )
+
+
+def _scalar_text(record: dict[str, Any], key: str, reason: str) -> str | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise BadRecordError("bad_field", f"{key!r} must be a string, not {type(value).__name__}")
+    text = str(value).strip()
+    return text or None
+
+
+def _optional_text(record: dict[str, Any], key: str | None) -> str | None:
+    return None if key is None else _scalar_text(record, key, "bad_field")
+
+
+def _field_text(spec: FieldSpec, raw: Any) -> str:
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        raise BadRecordError(
+            "bad_field", f"field {spec.name!r} must be text, not {type(raw).__name__}"
+        )
+    if isinstance(raw, float) and not math.isfinite(raw):
+        raise BadRecordError("not_finite", f"field {spec.name!r} is {raw}")
+    text = str(raw)
+    if len(text) > MAX_FIELD_CHARS:
+        raise BadRecordError(
+            "too_large",
+            f"field {spec.name!r} has {len(text)} characters, over the limit of {MAX_FIELD_CHARS}",
+        )
+    return text
+
+
+def _finite(spec: FieldSpec, key: str, raw: Any) -> float:
+    if isinstance(raw, str):
+        try:
+            raw = float(raw.strip())
+        except ValueError as error:
+            raise BadRecordError(
+                "bad_field", f"field {key!r} of {spec.name!r} is not a number: {raw[:40]!r}"
+            ) from error
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise BadRecordError(
+            "bad_field",
+            f"field {key!r} of {spec.name!r} must be a number, not {type(raw).__name__}",
+        )
+    value = float(raw)
+    if not math.isfinite(value):
+        raise BadRecordError("not_finite", f"field {key!r} of {spec.name!r} is {value}")
+    return value
+
+
+def _number(spec: FieldSpec, raw: Any) -> NumberValue | None:
+    if isinstance(raw, str) and not raw.strip():
+        return None
+    return NumberValue(_finite(spec, spec.name, raw))
+
+
+def _geo(spec: FieldSpec, record: dict[str, Any]) -> GeoValue | None:
+    assert spec.lat is not None and spec.lon is not None
+    raw_lat, raw_lon = record.get(spec.lat), record.get(spec.lon)
+    blank = [
+        raw is None or (isinstance(raw, str) and not raw.strip()) for raw in (raw_lat, raw_lon)
+    ]
+    if all(blank):
+        return None
+    if any(blank):
+        raise BadRecordError(
+            "bad_location", f"{spec.name!r} has only one of {spec.lat!r} and {spec.lon!r}"
+        )
+    lat, lon = _finite(spec, spec.lat, raw_lat), _finite(spec, spec.lon, raw_lon)
+    if not -90.0 <= lat <= 90.0:
+        raise BadRecordError("bad_location", f"{spec.lat!r} = {lat} is outside -90..90")
+    if not -180.0 <= lon <= 180.0:
+        raise BadRecordError("bad_location", f"{spec.lon!r} = {lon} is outside -180..180")
+    return GeoValue(lat, lon)
+
+
+def values_of(items: Sequence[PreparedItem], index: int) -> list[FieldValue]:
+    """The present values of field ``index`` among ``items``."""
+    return [value for item in items if (value := item.values[index]) is not None]

@@ -1,0 +1,64 @@
+"""A prepared field's value, one small struct per field type (msgspec: compact to store).
+
+Token tuples are distinct 32-bit hashes (``normalise.token_hash``) in one global order (sorted,
+or for a text's words, common words last), so the first ones are the prefix that prefix
+filtering needs.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = [
+    "CategoryValue",
+    "FieldValue",
+    "GeoValue",
+    "IdentifierValue",
+    "LongTextValue",
+    "NumberValue",
+    "TextValue",
+]
+
+
+class TextValue(msgspec.Struct, frozen=True, array_like=True, tag=1):
+    """Words and character n-grams, apart. ``word_tokens`` are in the key order (rare words
+    first: ``normalise.word_tokens``), ``grams`` sorted. ``numbers``: hashes of the words that
+    are numbers (two texts whose numbers differ entirely name different things: "12 Main St",
+    "14 Main St")."""
+
+    display: str
+    words: str  # the canonical words, space separated
+    word_tokens: tuple[int, ...]
+    grams: tuple[int, ...]
+    numbers: tuple[int, ...] = ()
+
+
+class CategoryValue(msgspec.Struct, frozen=True, array_like=True, tag=2):
+    display: str
+    value: str
+    token: int
+
+
+class IdentifierValue(msgspec.Struct, frozen=True, array_like=True, tag=3):
+    display: str
+    value: str
+    token: int
+
+
+class GeoValue(msgspec.Struct, frozen=True, array_like=True, tag=4):
+    lat: float
+    lon: float
+
+
+class LongTextValue(msgspec.Struct, frozen=True, array_like=True, tag=5):
+    """A description: the bottom-s sample of its word shingles (all of them when fewer)."""
+
+    display: str  # the first characters, for a merged record
+    sketch: tuple[int, ...]
+
+
+class NumberValue(msgspec.Struct, frozen=True, array_like=True, tag=6):
+    value: float
+
+
+FieldValue = TextValue | CategoryValue | IdentifierValue | GeoValue | LongTextValue | NumberValue
