@@ -24,6 +24,7 @@ from .records import (
     normalise_fetched_at,
     page_from_json,
     page_from_mapping,
+    record_from_json,
 )
 from .settings import DEFAULT_SEED, RUN_SETTINGS, Settings, candidate_probability, choose_bands
 from .shingles import shingle_sets
@@ -76,6 +77,7 @@ __all__ = [
     "normalise_fetched_at",
     "page_from_json",
     "page_from_mapping",
+    "record_from_json",
     "sampled_at",
     "shingle_sets",
     "short_pairs_kept",

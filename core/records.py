@@ -26,6 +26,7 @@ __all__ = [
     "normalise_fetched_at",
     "page_from_json",
     "page_from_mapping",
+    "record_from_json",
 ]
 
 #: Records larger than this go to the dead letters as ``too_large`` (override per run).
@@ -121,17 +122,22 @@ def page_from_mapping(record: Any) -> Page:
 
 def page_from_json(line: bytes | str, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Page:
     """A Page from one JSON Lines line or Kafka message value."""
+    return page_from_mapping(record_from_json(line, max_bytes))
+
+
+def record_from_json(line: bytes | str, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Any:
+    """The decoded JSON value of one line or message, or BadRecordError saying why not
+    (too large, not UTF-8, not JSON, a number out of range)."""
     size = len(line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line)
     if size > max_bytes:
         raise BadRecordError(
             "too_large", f"the record has {size} bytes, over the limit of {max_bytes}"
         )
     try:
-        record = _decode_json(line)
+        return _decode_json(line)
     except (msgspec.DecodeError, ValueError, RecursionError):
         # not UTF-8, not JSON, or beyond msgspec (NaN, lone surrogates, deep nesting)
-        record = _standard_json(line)
-    return page_from_mapping(record)
+        return _standard_json(line)
 
 
 # msgspec decodes a record faster than the json module, into the same objects; whatever it

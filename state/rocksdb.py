@@ -78,6 +78,8 @@ class RocksDBOptions:
                 "clusters": 8,
                 "ring": 8,
                 "urls": 128,
+                "items": 8,
+                "itemkeys": 4,
             }
         )
     )

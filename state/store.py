@@ -34,6 +34,8 @@ Table = Literal[
     "ring",  # cluster root -> next member of its cluster's circular list
     "sizes",  # inverted size + root id -> marker: clusters of two or more, largest first
     "timeline",  # sample number -> the counters at a moment, and the clusters that grew
+    "items",  # item doc id -> the item as prepared (item mode)
+    "itemkeys",  # item key -> posting list of item doc ids (item mode's candidates)
 ]
 TABLES: tuple[Table, ...] = get_args(Table)
 

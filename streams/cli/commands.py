@@ -161,6 +161,17 @@ _BATCH_BYTES = Option(
 )
 
 
+_SCHEMA = Option(
+    "schema",
+    "item mode: the input is records of this TOML schema, matched field by field "
+    "(docs/items.md); stored with the state",
+    flags=("--schema",),
+    env="NEARDUP_SCHEMA",
+    metavar="SCHEMA.toml",
+    shown="the stored one; none (pages) for a new state",
+)
+
+
 def _address(value: str) -> tuple[str, int]:
     try:
         return parse_address(value)
@@ -224,6 +235,7 @@ COMMANDS = (
                 "(- for stdout)",
             ),
             _PREPARE,
+            _SCHEMA,
             _output(
                 "stats",
                 "append a JSON line of statistics here every --stats-every records and at the "
@@ -385,6 +397,14 @@ COMMANDS = (
         handlers.stats,
     ),
     Command(
+        "merged",
+        "item mode: one merged record per cluster, with its members and their urls",
+        (_STATE,),
+        handlers.merged,
+        "JSON Lines, largest cluster first: {cluster, size, members, record, urls}; the record "
+        "is made from the members as they are now (docs/items.md).",
+    ),
+    Command(
         "worker",
         "run a Kafka worker of the detection topology (until SIGTERM/SIGINT)",
         (
@@ -415,6 +435,7 @@ COMMANDS = (
             _PREPARE,
             with_flags(_BATCH_SIZE, "--batch-size", help="pages prepared together"),
             _BATCH_BYTES,
+            _SCHEMA,
             _MAX_RECORD_BYTES,
             Option(
                 "loglevel",

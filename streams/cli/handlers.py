@@ -13,13 +13,25 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
 
-from neardup.core import BadRecordError, NeardupError, Page, Settings, page_from_json
+from neardup.core import (
+    DEFAULT_MAX_RECORD_BYTES,
+    BadRecordError,
+    NeardupError,
+    Page,
+    SchemaError,
+    Settings,
+    page_from_json,
+    record_from_json,
+)
+from neardup.core.items.prepare import ItemPreparer
+from neardup.core.items.schema import ItemSchema, synonyms_path
 from neardup.core.markup import check_markup
 from neardup.state import State
+from neardup.state.items import check_or_store_schema, stored_schema
 
 from ..kafka.config import WorkerConfig, detector_dir
 from ..running import embedded, queries, reports
-from ..running.inputs import DeadLetter, check_inputs
+from ..running.inputs import DeadLetter, check_inputs, is_warc
 from ..running.progress import Progress, RunObserver, StatsLog
 from ..running.stopping import StopSignals
 from ..service import FollowedState, HttpServer, LiveState, Metrics, query_app, writer_app
@@ -30,6 +42,7 @@ __all__ = [
     "events",
     "fold",
     "history",
+    "merged",
     "publish",
     "query",
     "run",
@@ -112,8 +125,12 @@ def run(args: argparse.Namespace) -> int:
     check_inputs(args.inputs)
     if args.stats_every < 1:
         raise NeardupError(f"--stats-every {args.stats_every} must be at least 1")
+    schema = _schema(args.schema) if args.schema is not None else None
     with ExitStack() as stack:
         state = stack.enter_context(State.open(args.state, settings_for(args.state, args)))
+        schema = check_or_store_schema(state.store, schema)
+        if schema is not None and any(is_warc(name) for name in args.inputs):
+            raise NeardupError("item mode reads JSON Lines of records, not WARC files")
         events = _open_output(stack, args.events)
         dead = _open_output(
             stack, args.dead_letters or os.path.join(args.state, "dead-letters.jsonl")
@@ -138,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             prepare=args.prepare,
             listeners=() if metrics is None else (metrics,),
             signals=signals,
+            items=None if schema is None else ItemPreparer(schema),
         )
         if not args.quiet:
             print(summary.describe(), file=sys.stderr)
@@ -149,6 +167,23 @@ def run(args: argparse.Namespace) -> int:
             for line in reports.cluster_lines(state):
                 _print_json(line, clusters_out)
     return 0
+
+
+def _schema(path: str) -> ItemSchema:
+    """The item schema of a TOML file, with the synonyms file it names (beside it)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+        named = synonyms_path(text)
+        synonyms = None if named is None else (file.parent / named).read_text(encoding="utf-8")
+    except OSError as error:
+        raise NeardupError(f"--schema {path}: {error.strerror or error}") from error
+    except UnicodeDecodeError as error:
+        raise NeardupError(f"--schema {path} is not UTF-8 text: {error}") from error
+    try:
+        return ItemSchema.from_toml(text, synonyms)
+    except SchemaError as error:
+        raise SchemaError(f"{path}: {error}") from error
 
 
 def _serve_metrics(stack: ExitStack, state: State, args: argparse.Namespace) -> Metrics | None:
@@ -195,6 +230,12 @@ def query(args: argparse.Namespace) -> int:
             return 0
         check_inputs([target])
         raw = sys.stdin.buffer.read() if target == "-" else Path(target).read_bytes()
+        schema = stored_schema(state.store)
+        if schema is not None:  # item mode: the file is a record, a JSON object
+            record = record_from_json(raw.strip(), DEFAULT_MAX_RECORD_BYTES)
+            for line in reports.similar_items_to(state, schema, record, args.limit):
+                _print_json(line)
+            return 0
         page = Page(
             url=target, content=raw.decode("utf-8", "replace"), content_type=args.content_type
         )
@@ -202,6 +243,20 @@ def query(args: argparse.Namespace) -> int:
         for line in reports.similar_to_content(
             state, page, args.limit, args.min_resemblance, args.containment, args.excerpts
         ):
+            _print_json(line)
+    return 0
+
+
+def merged(args: argparse.Namespace) -> int:
+    """Item mode: one merged record per cluster, largest first."""
+    with _existing_state(args.state) as state:
+        schema = stored_schema(state.store)
+        if schema is None:
+            raise NeardupError(
+                f"{args.state} holds pages, not items: merged records are item mode's "
+                "(neardup run --schema)"
+            )
+        for line in reports.merged_lines(state, schema):
             _print_json(line)
     return 0
 
@@ -314,7 +369,17 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         shards=args.shards,
         checkpoints=args.checkpoints,
         checkpoint_every=args.checkpoint_every,
+        schema=_schema(args.schema) if args.schema is not None else _stored_schema(state_dir),
     )
+
+
+def _stored_schema(state_dir: Path) -> ItemSchema | None:
+    """The item schema a worker's detector state was built with, if any."""
+    detector = detector_dir(state_dir)
+    if not (detector / "CURRENT").exists():
+        return None
+    with State.follow(detector) as state:
+        return stored_schema(state.store)
 
 
 def worker(args: argparse.Namespace) -> int:

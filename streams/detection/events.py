@@ -25,6 +25,7 @@ __all__ = [
     "DocRef",
     "Duplicate",
     "Event",
+    "ItemDuplicate",
     "Method",
     "encode_event",
     "format_id",
@@ -33,8 +34,9 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 #: how a duplicate was found: identical bytes, identical canonical tokens, identical shingle
-#: set, or estimated resemblance at or above the threshold
-Method = Literal["exact", "canonical", "shingle", "near"]
+#: set, estimated resemblance at or above the threshold, or (item mode) a combined score of
+#: the fields at or above it
+Method = Literal["exact", "canonical", "shingle", "near", "item"]
 METHODS: tuple[Method, ...] = get_args(Method)
 
 
@@ -97,6 +99,36 @@ class Duplicate(msgspec.Struct, frozen=True, gc=False):
         }
 
 
+class ItemDuplicate(msgspec.Struct, frozen=True, gc=False):
+    """A new item matches a known one at or above the threshold and joined its cluster: the
+    combined score, and each compared field's score (item mode)."""
+
+    doc: DocRef
+    match: DocRef
+    score: float
+    fields: dict[str, float]
+    cluster: int
+    cluster_size: int
+
+    @property
+    def method(self) -> Method:
+        return "item"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "type": "duplicate",
+            "id": _event_id("duplicate", self.doc.doc_id),
+            "doc": self.doc.to_json(),
+            "match": self.match.to_json(),
+            "method": "item",
+            "score": round(self.score, 4),
+            "fields": {name: round(value, 4) for name, value in self.fields.items()},
+            "cluster": format_id(self.cluster),
+            "cluster_size": self.cluster_size,
+        }
+
+
 class ClusterMerged(msgspec.Struct, frozen=True, gc=False):
     """Two clusters became one through ``doc``; the older keeps its id, ``retired`` is gone.
 
@@ -151,4 +183,4 @@ class Contained(msgspec.Struct, frozen=True, gc=False):
         }
 
 
-Event = Duplicate | ClusterMerged | Contained
+Event = Duplicate | ItemDuplicate | ClusterMerged | Contained

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from neardup.state import Sample, StateView
 from neardup.state.timeline import GROWTH_PER_SAMPLE
 
-from .events import METHODS, ClusterMerged, Duplicate
+from .events import METHODS, ClusterMerged, Duplicate, ItemDuplicate
 from .result import BatchResult
 
 __all__ = ["DEFAULT_HISTORY_EVERY", "SAMPLED_COUNTERS", "HistoryRecorder"]
@@ -51,7 +51,7 @@ class HistoryRecorder:
         time."""
         grown = 0  # the largest cluster the batch made
         for event in result.events:
-            if isinstance(event, Duplicate):
+            if isinstance(event, (Duplicate, ItemDuplicate)):
                 self._grew[event.cluster] += 1
                 grown = max(grown, event.cluster_size)
             elif isinstance(event, ClusterMerged):

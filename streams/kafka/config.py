@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
+from neardup.core.items.schema import ItemSchema
 
 from ..running.embedded import DEFAULT_BATCH_SIZE
 from ..running.prepare_work import DEFAULT_BATCH_BYTES, PREPARE_MODES, PrepareMode
@@ -59,6 +60,8 @@ class WorkerConfig:
     #: the workers may share), or None for none; and how many log messages apart
     checkpoints: Path | None = None
     checkpoint_every: int = 256
+    #: item mode's schema (every worker of the deployment the same), or None for pages
+    schema: ItemSchema | None = None
 
     @property
     def prepared_topic(self) -> str:
@@ -102,6 +105,10 @@ class WorkerConfig:
             raise NeardupError(
                 f"shards={self.shards} is out of range: use 1 to 256 detection shards (every "
                 "worker of a deployment must use the same)"
+            )
+        if self.schema is not None and self.shards is not None:
+            raise NeardupError(
+                "item mode (--schema) runs one detector: detection shards are for pages"
             )
         if self.checkpoint_every < 1:
             raise NeardupError(

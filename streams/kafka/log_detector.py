@@ -22,11 +22,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from neardup.core import BadRecordError, PreparedDoc, Settings, SettingsError
+from neardup.core.items.prepare import PreparedItem
+from neardup.core.items.schema import ItemSchema
 from neardup.core.prepared_codec import decode_batch, settings_of_batch
+from neardup.core.prepared_items import decode_items
 from neardup.state import State, StateView
 
 from ..detection import BatchResult, Detector
 from ..detection.history import HistoryRecorder
+from ..detection.items import ItemDetector
 
 __all__ = ["LogDetector", "SettingsCheck", "Staged", "unapplied"]
 
@@ -46,11 +50,19 @@ class Staged:
 class LogDetector:
     """A Detector over ``state`` that applies the messages of the log named ``log``."""
 
-    def __init__(self, state: State, log: str, history: HistoryRecorder | None = None) -> None:
+    def __init__(
+        self,
+        state: State,
+        log: str,
+        history: HistoryRecorder | None = None,
+        items: ItemSchema | None = None,
+    ) -> None:
         """``history``: what records the state's history in the batches (a worker's); none
-        for a state rebuilt elsewhere."""
+        for a state rebuilt elsewhere. ``items``: item mode's schema (the log's messages are
+        batches of items)."""
         self.state = state
         self.detector = Detector(state)
+        self.items = None if items is None else ItemDetector(state, items)
         self.log = log
         self._history = history
         self._settings = SettingsCheck(state.settings)
@@ -68,15 +80,22 @@ class LogDetector:
         since the messages are applied again on restart and give the same events."""
         start = self.next_offset
         docs: list[PreparedDoc] = []
+        items: list[PreparedItem] = []
         rejected: list[tuple[int, BadRecordError]] = []
         last = start - 1
         for offset, value in unapplied(messages, start):
             last = offset
             try:
-                docs += decode_batch(value, self._settings.check(value))
+                if self.items is not None:
+                    items += decode_items(value, self.items.schema)
+                else:
+                    docs += decode_batch(value, self._settings.check(value))
             except BadRecordError as error:
                 rejected.append((offset, error))
-        view, result = self.detector.stage(docs)
+        if self.items is not None:
+            view, result = self.items.stage(items)
+        else:
+            view, result = self.detector.stage(docs)
         view.log_offsets.set(self.log, last + 1)
         if self._history is not None:
             self._history.record(view, result)

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 
-from neardup.core import BadRecordError, Page, PreparedDoc, Preparer, page_from_json
+from neardup.core import (
+    BadRecordError,
+    Page,
+    PreparedDoc,
+    Preparer,
+    page_from_json,
+    record_from_json,
+)
+from neardup.core.items.prepare import ItemPreparer, PreparedItem
+from neardup.core.items.schema import ItemSchema
 from neardup.core.prepared_codec import encode_document, frame
+from neardup.core.prepared_items import encode_items, item_overhead
 
 from ..running.prepare_work import DEFAULT_BATCH_BYTES, preparer_for
 
-__all__ = ["MESSAGE_BYTES", "Refusal", "prepare_messages"]
+__all__ = ["MESSAGE_BYTES", "Refusal", "prepare_item_messages", "prepare_messages"]
 
 #: prepared batches stay well under Kafka's default 1 MB message limit
 MESSAGE_BYTES = 512 * 1024
@@ -80,3 +91,43 @@ def _prepared(preparer: Preparer, pages: list[Page], batch_bytes: int) -> Iterat
         held += len(page.content)
     if part:
         yield from preparer.prepare(part)
+
+
+@cache
+def item_preparer_for(schema_json: str) -> ItemPreparer:
+    """One preparer per schema, kept: its normaliser and key plan are made once."""
+    return ItemPreparer(ItemSchema.from_json(schema_json))
+
+
+def prepare_item_messages(
+    values: list[bytes], schema_json: str, max_record_bytes: int, limit: int = MESSAGE_BYTES
+) -> tuple[list[bytes], list[Refusal]]:
+    """Item mode's ``prepare_messages``: records (JSON) to prepared batches of items of at
+    most ``limit`` bytes, in order, and the refusals by index."""
+    preparer = item_preparer_for(schema_json)
+    schema = schema_json.encode()
+    overhead = item_overhead(schema)
+    messages: list[bytes] = []
+    group: list[PreparedItem] = []
+    size = 0
+    refused: list[Refusal] = []
+    for index, value in enumerate(values):
+        try:
+            item = preparer.prepare(record_from_json(value, max_record_bytes))
+        except BadRecordError as error:
+            refused.append((index, error.reason, str(error)))
+            continue
+        one = len(encode_items([item], schema)) - overhead
+        if overhead + one > limit:
+            refused.append(
+                (index, "too_large", f"the prepared item is over the {limit}-byte message limit")
+            )
+            continue
+        if group and overhead + size + one > limit:
+            messages.append(encode_items(group, schema))
+            group, size = [], 0
+        group.append(item)
+        size += one
+    if group:
+        messages.append(encode_items(group, schema))
+    return messages, refused

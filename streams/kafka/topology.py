@@ -169,21 +169,13 @@ def build_app(
 
     @app.agent(pages)
     async def prepare(stream: Any) -> None:
-        settings_json = settings.to_json()
+        preparing = _preparing(config)
         with prepare_work.executor(config.prepare) as work:
             loop = asyncio.get_running_loop()
             async for batch in stream.take_events(config.batch_size, within=config.batch_wait):
                 values = [event.message.value or b"" for event in batch]
                 started = time.perf_counter()
-                messages, refused = await loop.run_in_executor(
-                    work,
-                    page_batches.prepare_messages,
-                    values,
-                    settings_json,
-                    config.max_record_bytes,
-                    page_batches.MESSAGE_BYTES,
-                    config.batch_bytes,
-                )
+                messages, refused = await loop.run_in_executor(work, preparing, values)
                 if metrics is not None:
                     spent = time.perf_counter() - started
                     metrics.stage_seconds.labels("prepare").observe(spent)
@@ -232,7 +224,7 @@ def build_app(
             except StateError as error:
                 await stop_worker(app, "detector", error)
                 return
-            detector = LogDetector(state, log_name, HistoryRecorder())
+            detector = LogDetector(state, log_name, HistoryRecorder(), config.schema)
             if holding is not None:
                 await holding.opened(state, functools.partial(caught_up, detector, run))
             try:
@@ -284,6 +276,22 @@ def build_app(
 
     del prepare, detect  # registered on the app
     return app
+
+
+def _preparing(config: WorkerConfig) -> Callable[[list[bytes]], tuple[list[bytes], Any]]:
+    """What the prepare agent runs on a batch of messages (in a child process: picklable)."""
+    if config.schema is None:
+        return functools.partial(
+            page_batches.prepare_messages,
+            settings_json=config.settings.to_json(),
+            max_record_bytes=config.max_record_bytes,
+            batch_bytes=config.batch_bytes,
+        )
+    return functools.partial(
+        page_batches.prepare_item_messages,
+        schema_json=config.schema.to_json(),
+        max_record_bytes=config.max_record_bytes,
+    )
 
 
 async def stop_worker(app: faust.App, part: str, error: StateError) -> None:

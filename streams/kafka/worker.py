@@ -11,6 +11,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 from neardup.core import NeardupError
 from neardup.state import State
+from neardup.state.items import check_or_store_schema
 
 from ..service import HttpServer, LiveState, Metrics, writer_app
 from .config import WorkerConfig
@@ -30,8 +31,8 @@ def check_settings(config: WorkerConfig) -> None:
     config.state_dir.mkdir(parents=True, exist_ok=True)
     with State.open(
         config.detector_dir if config.shards is None else config.union_dir, config.settings
-    ):
-        pass
+    ) as state:
+        check_or_store_schema(state.store, config.schema)
 
 
 def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:

@@ -11,15 +11,17 @@ import signal
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from typing import IO
+from typing import IO, Any
 
-from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
+from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc, record_from_json
+from neardup.core.items.prepare import ItemPreparer, PreparedItem
 from neardup.core.prepared_codec import decode_batch
 from neardup.state import State
 
 from ..detection import BatchListener, BatchResult, Detector, Stage, encode_event
 from ..detection.history import DEFAULT_HISTORY_EVERY, HistoryRecorder
-from .inputs import DeadLetter, iter_records
+from ..detection.items import ItemDetector
+from .inputs import DeadLetter, iter_lines, iter_records
 from .prepare_work import (
     DEFAULT_BATCH_BYTES,
     PrepareMode,
@@ -36,28 +38,34 @@ __all__ = ["DEFAULT_BATCH_SIZE", "run"]
 #: pages prepared together and written in one transaction
 DEFAULT_BATCH_SIZE = 256
 
-#: a batch's prepared documents (from a child process, in binary: ``prepare_work``) and the
-#: seconds preparing them took
-Prepared = tuple[list[PreparedDoc] | bytes, float]
+#: a batch's prepared documents (from a child process, in binary: ``prepare_work``), or
+#: items, and the seconds preparing them took
+Prepared = tuple[list[PreparedDoc] | bytes | list[PreparedItem], float]
+
+
+def _content(record: Page | PreparedItem) -> int:
+    """The content characters of a page (what preparing it costs); an item is prepared as
+    it is read."""
+    return len(record.content) if isinstance(record, Page) else 0
 
 
 def _batches(
-    items: Iterable[Page | DeadLetter], size: int, max_bytes: int
-) -> Iterator[tuple[list[Page], list[DeadLetter]]]:
+    items: Iterable[Page | PreparedItem | DeadLetter], size: int, max_bytes: int
+) -> Iterator[tuple[list[Page | PreparedItem], list[DeadLetter]]]:
     """Batches of at most ``size`` pages whose content holds at most ``max_bytes`` characters
     (or one larger page), with the dead letters met on the way."""
-    pages: list[Page] = []
+    pages: list[Page | PreparedItem] = []
     dead: list[DeadLetter] = []
     held = 0
     for item in items:
         if isinstance(item, DeadLetter):
             dead.append(item)
         else:
-            if pages and held + len(item.content) > max_bytes:
+            if pages and held + _content(item) > max_bytes:
                 yield pages, dead
                 pages, dead, held = [], [], 0
             pages.append(item)
-            held += len(item.content)
+            held += _content(item)
         if len(pages) >= size or len(dead) >= size:
             yield pages, dead
             pages, dead, held = [], [], 0
@@ -65,14 +73,25 @@ def _batches(
         yield pages, dead
 
 
-def _all_records(inputs: Iterable[str], max_bytes: int) -> Iterator[Page | DeadLetter]:
+def _all_records(
+    inputs: Iterable[str], max_bytes: int, items: ItemPreparer | None
+) -> Iterator[Page | PreparedItem | DeadLetter]:
     for name in inputs:
-        yield from iter_records(name, max_bytes)
+        if items is None:
+            yield from iter_records(name, max_bytes)
+        else:  # items are prepared as they are read: a bad one is a dead letter with its line
+            yield from iter_lines(
+                name, lambda line, most: items.prepare(record_from_json(line, most)), max_bytes
+            )
+
+
+def _items_as_they_are(items: list[PreparedItem], settings: str) -> Prepared:
+    return items, 0.0
 
 
 def _until_stopped(
-    records: Iterator[Page | DeadLetter], signals: StopSignals
-) -> Iterator[Page | DeadLetter]:
+    records: Iterator[Page | PreparedItem | DeadLetter], signals: StopSignals
+) -> Iterator[Page | PreparedItem | DeadLetter]:
     """The records until a stop is asked for: the input ends there, even while a read waits
     on a pipe, and what was read before it is stored."""
     while signals.requested is None:
@@ -97,6 +116,7 @@ def run(
     listeners: Sequence[BatchListener] = (),
     signals: StopSignals | None = None,
     history_every: float = DEFAULT_HISTORY_EVERY,
+    items: ItemPreparer | None = None,
 ) -> RunSummary:
     """Process every input into the state; write events and dead letters as JSON Lines.
 
@@ -106,8 +126,9 @@ def run(
     at the end; ``listeners`` (the service's metrics and dashboard) each batch and dead letter.
     ``signals``: a stop they ask for ends the input; what was read before it is stored, and
     the summary says so (``RunSummary.stopped_by``). ``history_every``: seconds between two
-    samples of the state's history (``detection.history``)."""
-    detector = Detector(state)
+    samples of the state's history (``detection.history``). ``items``: item mode, the inputs
+    JSON Lines of records of its schema (``detection.items``)."""
+    stage = Detector(state).stage if items is None else ItemDetector(state, items.schema).stage
     history = HistoryRecorder(history_every)
     summary = RunSummary()
     started = time.monotonic()
@@ -120,7 +141,7 @@ def run(
             decoding = time.perf_counter()
             prepared = decode_batch(prepared, state.settings)
             preparing += time.perf_counter() - decoding
-        view, result = detector.stage(prepared)
+        view, result = stage(prepared)  # type: ignore[arg-type]
         view.counters.add("dead_letters", dead)
         history.record(view, result)
         committing = time.perf_counter()
@@ -156,12 +177,18 @@ def run(
             observer.update(summary)
 
     settings = state.settings.to_json()
-    prepare_batch: Callable[[list[Page], str], Prepared] = (
-        prepare_encoded_timed if prepare == "process" else prepare_pages_timed
+    prepare_batch: Callable[[list[Any], str], Prepared] = (
+        _items_as_they_are
+        if items is not None
+        else prepare_encoded_timed
+        if prepare == "process"
+        else prepare_pages_timed
     )
+    if items is not None:
+        prepare = "thread"  # nothing to prepare apart
     # The next batch is prepared (parsed, tokenised, sketched) while this one is ingested;
     # batches are still ingested one at a time, in input order.
-    records = _all_records(inputs, max_record_bytes)
+    records = _all_records(inputs, max_record_bytes, items)
     if signals is not None:
         records = _until_stopped(records, signals)
     with executor(prepare) as preparing:

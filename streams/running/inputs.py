@@ -9,9 +9,9 @@ from __future__ import annotations
 import codecs
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from neardup.core import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -22,7 +22,9 @@ from neardup.core import (
     page_from_mapping,
 )
 
-__all__ = ["DeadLetter", "check_inputs", "iter_records", "open_source"]
+__all__ = ["DeadLetter", "check_inputs", "is_warc", "iter_lines", "iter_records", "open_source"]
+
+T = TypeVar("T")
 
 _EXCERPT = 512
 # a line holds a whole page, several KB: a 256 KB buffer reads many per system call, the
@@ -77,7 +79,7 @@ def check_inputs(names: Iterable[str]) -> None:
             raise NeardupError(f"input {name} cannot be read (permission denied)")
 
 
-def _is_warc(name: str) -> bool:
+def is_warc(name: str) -> bool:
     lowered = name.lower()
     return lowered.endswith((".warc", ".warc.gz", ".arc", ".arc.gz"))
 
@@ -86,9 +88,17 @@ def iter_records(
     name: str, max_bytes: int = DEFAULT_MAX_RECORD_BYTES
 ) -> Iterator[Page | DeadLetter]:
     """Pages and dead letters of one input: a JSON Lines file, ``-`` for stdin, or a WARC file."""
-    if _is_warc(name):
+    if is_warc(name):
         yield from _warc_records(name, max_bytes)
         return
+    yield from iter_lines(name, page_from_json, max_bytes)
+
+
+def iter_lines(
+    name: str, parse: Callable[[bytes, int], T], max_bytes: int = DEFAULT_MAX_RECORD_BYTES
+) -> Iterator[T | DeadLetter]:
+    """What ``parse`` makes of each line of a JSON Lines file (or ``-``, stdin), and a dead
+    letter for each line it refuses (a ``BadRecordError``) or that is too long."""
     stream = open_source(name)
     try:
         for number, line in enumerate(_lines(stream, max_bytes), start=1):
@@ -98,7 +108,7 @@ def iter_records(
             if (not line or line[0] in _BLANK) and not line.strip():
                 continue
             try:
-                yield page_from_json(line, max_bytes)
+                yield parse(line, max_bytes)
             except BadRecordError as error:
                 yield DeadLetter(
                     name, f"line {number}", error.reason, str(error), _excerpt(line), line

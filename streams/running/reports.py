@@ -6,13 +6,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from neardup.core import Page
+from neardup.core.items.merge import merge_items
+from neardup.core.items.prepare import ItemPreparer
+from neardup.core.items.schema import ItemSchema
 from neardup.state import State, top_stop_keys
 from neardup.state.postings import INDEX_TABLES
 
 from ..detection import METHODS, Match, find_containing, find_similar, format_id
+from ..detection.items import similar_items
 from .queries import query_preparer
 
-__all__ = ["cluster_lines", "similar_to_content", "statistics"]
+__all__ = ["cluster_lines", "merged_lines", "similar_items_to", "similar_to_content", "statistics"]
 
 
 def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[dict[str, Any]]:
@@ -110,3 +114,42 @@ def similar_to_content(
     else:
         found = find_containing(view, prepared, state.settings, containment, excerpts, limit)
     return [_match_json(m) for m in found]
+
+
+def merged_lines(state: State, schema: ItemSchema) -> Iterator[dict[str, Any]]:
+    """Item mode: one merged record per cluster of two or more, largest first, made from its
+    members as they are now (``core.items.merge``): the cluster, its size, its members' ids,
+    the record and its members' urls."""
+    view = state.view()
+    groups = view.clusters.members()
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    for root, members in ordered:
+        items = [item for item in view.items.get_many(sorted(members)) if item is not None]
+        items.sort(key=lambda item: item.id)
+        merged = merge_items(items, schema)
+        yield {
+            "cluster": format_id(root),
+            "size": len(members),
+            "members": list(merged.ids),
+            "record": merged.fields,
+            "urls": list(merged.urls),
+        }
+
+
+def similar_items_to(
+    state: State, schema: ItemSchema, record: Any, limit: int
+) -> list[dict[str, Any]]:
+    """Item mode's on-the-fly query: the stored items most like a record (not stored), best
+    first, each with its combined score and each compared field's score."""
+    item = ItemPreparer(schema).prepare(record)
+    return [
+        {
+            "id": other.id,
+            "url": other.url,
+            "cluster": format_id(state.view().clusters.find(doc_id)),
+            "score": round(match.score, 4),
+            "matched": match.matched,
+            "fields": {name: round(value, 4) for name, value in match.fields.items()},
+        }
+        for doc_id, other, match in similar_items(state.view(), schema, item, limit)
+    ]
