@@ -1,4 +1,5 @@
-"""Batches of prepared items, in binary: item mode's prepared messages in Kafka mode.
+"""Batches of prepared items, in binary: item mode's prepared messages in Kafka mode; and
+tombstones, the records that remove an item.
 
 The prepare agent sends one message per batch of records; the detect agent decodes it. A
 message carries the items as prepared (values, keys and probes) and the schema that made
@@ -12,14 +13,23 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
 from .exceptions import BadRecordError
-from .items.prepare import PreparedItem
+from .items.prepare import ItemPreparer, PreparedItem
 from .items.schema import ItemSchema
 
-__all__ = ["ITEM_MAGIC", "decode_items", "encode_items", "item_overhead"]
+__all__ = [
+    "ITEM_MAGIC",
+    "decode_items",
+    "encode_items",
+    "is_tombstone",
+    "item_or_tombstone",
+    "item_overhead",
+    "tombstone",
+]
 
 ITEM_MAGIC = b"NDI1"
 _U32 = struct.Struct("<I")
@@ -64,3 +74,25 @@ def decode_items(raw: bytes, schema: ItemSchema) -> list[PreparedItem]:
             + "): every worker of a deployment must use the same --schema",
         )
     return items
+
+
+def tombstone(item_id: str) -> PreparedItem:
+    """What removes an item: a prepared item of its id with no values (a record always has
+    one value, or None, per field of its schema)."""
+    return PreparedItem(item_id, None, ())
+
+
+def is_tombstone(item: PreparedItem) -> bool:
+    return not item.values
+
+
+def item_or_tombstone(preparer: ItemPreparer, record: Any) -> PreparedItem:
+    """The item of a record, or a tombstone for ``{"<id field>": ..., "deleted": true}``."""
+    if isinstance(record, dict) and record.get("deleted") is True:
+        item_id = record.get(preparer.schema.id_field)
+        if isinstance(item_id, bool) or not isinstance(item_id, (str, int)) or not str(item_id):
+            raise BadRecordError(
+                "missing_id", f"a deletion needs the item's {preparer.schema.id_field!r}"
+            )
+        return tombstone(str(item_id).strip())
+    return preparer.prepare(record)

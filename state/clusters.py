@@ -285,6 +285,56 @@ class Clusters:
         _count(gauges, kept_size, retired_size, size)
         return size
 
+    def regroup(
+        self, roots: Iterable[int], groups: Sequence[Sequence[int]], gauges: dict[str, int]
+    ) -> list[int]:
+        """Replace the clusters rooted at ``roots`` (as ``find`` gives them) by ``groups``,
+        which hold exactly their members (and documents new to the state, ``add_singles``):
+        what a split or a removal needs, where union-find only joins. Each group's root is
+        its oldest member (``age``), so the group holding an old root keeps its id. Returns
+        the groups' roots, in order; ``gauges`` as for ``merge``."""
+        writes = self._tx.writes
+        nodes = self._nodes
+        for root in set(roots):
+            size, _ = self._size_and_time(root)
+            if size > 1:
+                _unsize(writes("sizes"), _SIZE_KEY_PACK(_INVERTED - size, root))
+                name = _CLASS_COUNTERS[size.bit_length() - 1]
+                gauges[name] = gauges.get(name, 0) - 1
+                gauges["clusters"] = gauges.get("clusters", 0) - 1
+                gauges["documents_in_clusters"] = gauges.get("documents_in_clusters", 0) - size
+        made = []
+        for group in groups:
+            members = sorted(
+                group, key=lambda member: (self._documents.fetched_micros(member), member)
+            )
+            root, size = members[0], len(members)
+            made.append(root)
+            for member in members:
+                key = encode_id(member)
+                if nodes[member] is not None:  # a single one has nothing stored
+                    writes("parents")[key] = writes("ring")[key] = None
+                    writes("clusters")[key] = None
+                nodes[member] = None
+            if size == 1:
+                continue
+            ring = [*members[1:], root]  # each member's next, around the ring
+            for member, after in zip(members[1:], ring[1:], strict=True):
+                writes("parents")[encode_id(member)] = encode_id(root) + encode_id(after)
+                nodes[member] = _member(root, after)
+            micros = self._documents.fetched_micros(root)
+            key = encode_id(root)
+            writes("parents")[key] = None
+            writes("ring")[key] = encode_id(ring[0])
+            writes("clusters")[key] = _CLUSTER_INFO(_VERSION, size, micros)
+            nodes[root] = _root(ring[0], size, micros)
+            writes("sizes")[_SIZE_KEY_PACK(_INVERTED - size, root)] = _PRESENT
+            name = _CLASS_COUNTERS[size.bit_length() - 1]
+            gauges[name] = gauges.get(name, 0) + 1
+            gauges["clusters"] = gauges.get("clusters", 0) + 1
+            gauges["documents_in_clusters"] = gauges.get("documents_in_clusters", 0) + size
+        return made
+
     def size_classes(self) -> dict[int, int]:
         """Clusters of two or more per size class (``size_class``), from stored counters."""
         prefix = "cluster_sizes:"

@@ -13,7 +13,7 @@ from .clusters import Clusters
 from .codec import CONTAINMENT_ENTRY, SHORT_ENTRY, SUPER_ENTRY
 from .committed import CACHE_ENTRIES, CommittedCache
 from .documents import Documents, FingerprintTable, Seen, UrlHistory
-from .items import ItemRecords
+from .items import ItemEdges, ItemRecords
 from .key_filter import KeyFilter
 from .memory import MemoryStore
 from .meta import Counters, LogOffsets, check_or_store_settings
@@ -70,6 +70,7 @@ class StateView:
         self.log_offsets = LogOffsets(self.tx)
         self.timeline = Timeline(self.tx)
         self.items = ItemRecords(self.tx)
+        self.item_edges = ItemEdges(self.tx)
         self.item_keys = PostingIndex(
             self.tx, "itemkeys", cap, SUPER_ENTRY, _of(key_filter, "itemkeys")
         )

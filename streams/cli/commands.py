@@ -486,6 +486,14 @@ COMMANDS = (
             _BROKER,
             with_flags(_PAGES_TOPIC, "--topic"),
             _MAX_RECORD_BYTES,
+            Option(
+                "key",
+                "item mode: send each JSON Lines line as it is, keyed by this field (the "
+                "schema's id: an item's versions and its deletion keep their order)",
+                flags=("--key",),
+                metavar="FIELD",
+                shown="pages: validated, keyed by url",
+            ),
             _INPUTS,
         ),
         handlers.publish,

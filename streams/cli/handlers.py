@@ -330,7 +330,9 @@ def publish(args: argparse.Namespace) -> int:
     from ..kafka import client
 
     check_inputs(args.inputs)
-    summary = client.publish(args.broker, args.pages_topic, args.inputs, args.max_record_bytes)
+    summary = client.publish(
+        args.broker, args.pages_topic, args.inputs, args.max_record_bytes, args.key
+    )
     for letter in summary.refused:
         print(json.dumps(letter.to_json(), ensure_ascii=False), file=sys.stderr)
     _print_json({"topic": args.pages_topic, **summary.to_json()})

@@ -1,8 +1,9 @@
 """Clusters rebuilt from events alone, as a downstream consumer follows them (pure).
 
 Every member of a cluster of two or more is named by some event: a ``duplicate`` names the
-joining document and its match, a ``cluster_merged`` the first documents of both clusters
-(docs/events.md). Repeated events (same ``id``) change nothing.
+joining document and its match, a ``cluster_merged`` the first documents of both clusters,
+a ``cluster_split`` (item mode) every member of each part, an ``item_removed`` the item
+that went (docs/events.md). Repeated events (same ``id``) change nothing.
 """
 
 from __future__ import annotations
@@ -10,13 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["clusters_from_events"]
+__all__ = ["ITEM_EVENTS", "clusters_from_events"]
+
+#: the event types only item mode sends (its duplicates have method "item")
+ITEM_EVENTS = frozenset({"cluster_split", "item_updated", "item_removed"})
 
 
-class _Follower:
+class _Joined:
+    """Pages: clusters only join, so union-find over what the events name, in any order (a
+    consumer of several partitions reads them in no one order)."""
+
     def __init__(self) -> None:
         self.parent: dict[str, str] = {}
         self.fetched_at: dict[str, str] = {}
+        self.named: list[tuple[str, str]] = []  # (cluster node, its id), in event order
 
     def find(self, node: str) -> str:
         root = node
@@ -32,46 +40,116 @@ class _Follower:
             self.parent[ra] = rb
 
     def member(self, doc: Mapping[str, Any], cluster: str) -> None:
-        url = f"url:{doc['url']}"
-        self.fetched_at.setdefault(url, doc.get("fetched_at") or "")
-        self.union(url, cluster)
+        self.fetched_at.setdefault(str(doc["url"]), doc.get("fetched_at") or "")
+        self.union(f"url:{doc['url']}", cluster)
 
-
-def clusters_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``{"cluster", "size", "members"}`` per cluster, largest first, members by fetched_at
-    (as ``neardup clusters`` prints them), from ``duplicate`` and ``cluster_merged`` events.
-
-    The id of a cluster is the surviving id of the latest event that named it."""
-    follower = _Follower()
-    seen: set[str] = set()
-    named: list[tuple[str, str]] = []  # (cluster node, its id), in event order
-    for event in events:
-        if event.get("id") in seen:
-            continue
-        seen.add(str(event.get("id")))
+    def apply(self, event: Mapping[str, Any]) -> None:
         if event["type"] not in ("duplicate", "cluster_merged"):
-            continue  # contained: clusters do not change
+            return  # contained: clusters do not change
         cluster = f"cluster:{event['cluster']}"
         if event["type"] == "duplicate":
-            follower.member(event["doc"], cluster)
-            follower.member(event["match"], cluster)
-        elif event["type"] == "cluster_merged":
-            follower.union(f"cluster:{event['retired']}", cluster)
+            self.member(event["doc"], cluster)
+            self.member(event["match"], cluster)
+        else:
+            self.union(f"cluster:{event['retired']}", cluster)
             for root in ("cluster_root", "retired_root", "doc"):
                 if root in event:
-                    follower.member(event[root], cluster)
-        named.append((cluster, str(event["cluster"])))
-    latest_id = {follower.find(node): cluster_id for node, cluster_id in named}
-    groups: dict[str, list[str]] = {}
-    for node in follower.parent:
-        if node.startswith("url:"):
-            groups.setdefault(follower.find(node), []).append(node[4:])
+                    self.member(event[root], cluster)
+        self.named.append((cluster, str(event["cluster"])))
+
+    def clusters(self) -> list[dict[str, Any]]:
+        """The id of a cluster is the surviving id of the latest event that named it."""
+        latest_id = {self.find(node): cluster_id for node, cluster_id in self.named}
+        groups: dict[str, list[str]] = {}
+        for node in self.parent:
+            if node.startswith("url:"):
+                groups.setdefault(self.find(node), []).append(node[4:])
+        return _listed(
+            [(latest_id.get(root, ""), members) for root, members in groups.items()],
+            self.fetched_at,
+        )
+
+
+class _Followed:
+    """Items: clusters also split and lose members, so each member's cluster as the events,
+    in their order, say (item mode sends every event to one partition: one order)."""
+
+    def __init__(self) -> None:
+        self.cluster_of: dict[str, str] = {}
+        self.members: dict[str, set[str]] = {}
+        self.fetched_at: dict[str, str] = {}
+
+    def put(self, doc: Mapping[str, Any], cluster: str) -> None:
+        url = str(doc["url"])
+        self.fetched_at.setdefault(url, doc.get("fetched_at") or "")
+        self.drop(url)
+        self.cluster_of[url] = cluster
+        self.members.setdefault(cluster, set()).add(url)
+
+    def drop(self, url: str) -> None:
+        before = self.cluster_of.pop(url, None)
+        if before is not None:
+            self.members[before].discard(url)
+
+    def merge(self, retired: str, cluster: str) -> None:
+        if retired == cluster:
+            return
+        for url in self.members.pop(retired, set()):
+            self.cluster_of[url] = cluster
+            self.members.setdefault(cluster, set()).add(url)
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        kind, cluster = event["type"], str(event.get("cluster", ""))
+        if kind == "duplicate":
+            self.put(event["match"], cluster)
+            self.put(event["doc"], cluster)
+        elif kind == "cluster_merged":
+            self.merge(str(event["retired"]), cluster)
+            for doc in ("cluster_root", "retired_root", "doc"):
+                if doc in event:
+                    self.put(event[doc], cluster)
+        elif kind == "cluster_split":
+            for part in event["parts"]:
+                for member in part["members"]:
+                    self.put(member, str(part["cluster"]))
+        elif kind == "item_removed":
+            self.drop(str(event["doc"]["url"]))
+
+    def clusters(self) -> list[dict[str, Any]]:
+        return _listed(
+            [(cluster, list(members)) for cluster, members in self.members.items()],
+            self.fetched_at,
+        )
+
+
+def _listed(
+    groups: list[tuple[str, list[str]]], fetched_at: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """Clusters of two or more, largest first, members by fetched_at (then url)."""
     ordered = []
-    for root, members in groups.items():
-        members.sort(key=lambda url: (follower.fetched_at[f"url:{url}"], url))
-        ordered.append((-len(members), latest_id.get(root, ""), members))
+    for cluster, members in groups:
+        if len(members) > 1:
+            members.sort(key=lambda url: (fetched_at[url], url))
+            ordered.append((-len(members), cluster, members))
     ordered.sort(key=lambda group: group[:2])
     return [
         {"cluster": cluster, "size": len(members), "members": members}
         for _, cluster, members in ordered
     ]
+
+
+def clusters_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``{"cluster", "size", "members"}`` per cluster of two or more, largest first, members
+    by fetched_at (as ``neardup clusters`` prints them), from the events: pages' in any
+    order, items' in the order they were sent."""
+    unique: list[Mapping[str, Any]] = []
+    seen: set[str] = set()
+    for event in events:
+        if event.get("id") not in seen:
+            seen.add(str(event.get("id")))
+            unique.append(event)
+    items = any(e["type"] in ITEM_EVENTS or e.get("method") == "item" for e in unique)
+    follower: _Joined | _Followed = _Followed() if items else _Joined()
+    for event in unique:
+        follower.apply(event)
+    return follower.clusters()

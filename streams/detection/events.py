@@ -21,11 +21,14 @@ __all__ = [
     "METHODS",
     "SCHEMA_VERSION",
     "ClusterMerged",
+    "ClusterSplit",
     "Contained",
     "DocRef",
     "Duplicate",
     "Event",
     "ItemDuplicate",
+    "ItemRemoved",
+    "ItemUpdated",
     "Method",
     "encode_event",
     "format_id",
@@ -183,4 +186,67 @@ class Contained(msgspec.Struct, frozen=True, gc=False):
         }
 
 
-Event = Duplicate | ItemDuplicate | ClusterMerged | Contained
+class ClusterSplit(msgspec.Struct, frozen=True, gc=False):
+    """A cluster was cut (item mode): its members now lie in ``parts``, each (cluster id,
+    the cluster's members that are in it, the cluster's size). The part that keeps
+    ``cluster``'s id, if one does, is the one holding its first item; the others have new
+    ids."""
+
+    cluster: int
+    parts: tuple[tuple[int, tuple[DocRef, ...], int], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "type": "cluster_split",
+            "id": _event_id("cluster_split", self.cluster, *(p[0] for p in self.parts)),
+            "cluster": format_id(self.cluster),
+            "parts": [
+                {
+                    "cluster": format_id(root),
+                    "size": size,
+                    "members": [member.to_json() for member in members],
+                }
+                for root, members, size in self.parts
+            ],
+        }
+
+
+class ItemUpdated(msgspec.Struct, frozen=True, gc=False):
+    """An item arrived again with other values: it replaced its earlier version, and its
+    matches were checked again (item mode)."""
+
+    doc: DocRef
+    cluster: int
+    cluster_size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "type": "item_updated",
+            "id": _event_id("item_updated", self.doc.doc_id, self.cluster, self.cluster_size),
+            "doc": self.doc.to_json(),
+            "cluster": format_id(self.cluster),
+            "cluster_size": self.cluster_size,
+        }
+
+
+class ItemRemoved(msgspec.Struct, frozen=True, gc=False):
+    """A tombstone removed an item from the state and from ``cluster`` (item mode)."""
+
+    doc: DocRef
+    cluster: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "type": "item_removed",
+            "id": _event_id("item_removed", self.doc.doc_id, self.cluster),
+            "doc": self.doc.to_json(),
+            "cluster": format_id(self.cluster),
+        }
+
+
+Event = (
+    Duplicate | ItemDuplicate | ClusterMerged | Contained | ClusterSplit | ItemUpdated | ItemRemoved
+)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from types import MappingProxyType
 
 import numpy as np
@@ -24,10 +25,22 @@ import numpy.typing as npt
 from neardup.core.items.prepare import PreparedItem, verify
 from neardup.core.items.schema import ItemSchema
 from neardup.core.items.similarity import ItemMatch
-from neardup.state import State, StateView
+from neardup.core.prepared_items import is_tombstone
+from neardup.core.records import format_fetched_at
+from neardup.state import State, StateView, fetched_at_to_micros
 from neardup.state.items import item_doc_id
 
-from .events import METHODS, ClusterMerged, DocRef, ItemDuplicate
+from .communities import components, parts
+from .events import (
+    METHODS,
+    ClusterMerged,
+    ClusterSplit,
+    DocRef,
+    Event,
+    ItemDuplicate,
+    ItemRemoved,
+    ItemUpdated,
+)
 from .result import BatchResult, Stage
 
 __all__ = ["ItemDetector", "item_keys", "similar_items"]
@@ -58,52 +71,85 @@ class ItemDetector:
         result = batch.result(time.perf_counter() - started)
         view.counters.add_many(result.counter_increments())
         view.counters.add_many(batch.gauges)
-        view.counters.add("item_stop_keys_met", batch.stopped)
+        view.counters.add_many(
+            {
+                "item_stop_keys_met": batch.stopped,
+                "items_updated": batch.updated,
+                "items_removed": batch.removed,
+            }
+        )
         return view, result
 
 
 class _Batch:
-    """One batch's items, in order, with what they found."""
+    """One batch's items, in order, with what they found and what they changed."""
 
     def __init__(self, view: StateView, schema: ItemSchema) -> None:
         self.view = view
         self.schema = schema
-        self.events: list[ClusterMerged | ItemDuplicate] = []
+        self.events: list[Event] = []
         self.gauges: dict[str, int] = {}
         self.documents = self.repeats = self.candidates = self.pairs = self.stopped = 0
-        #: the batch's items, by id, until it is committed (the index holds their keys)
-        self._mine: dict[int, PreparedItem] = {}
+        self.updated = self.removed = 0
+        self._last = 0
 
     def add(self, item: PreparedItem) -> None:
         view = self.view
         doc_id = item_doc_id(item.id)
-        if doc_id in self._mine or view.items.get(doc_id) is not None:
+        old = view.items.get(doc_id)
+        if is_tombstone(item):
+            if old is None:
+                self.repeats += 1  # nothing to remove: a deletion delivered twice
+                return
+            self._remove(doc_id, old)
+            return
+        if old is not None and old.encode() == item.encode():
             self.repeats += 1
             return
+        touched = {doc_id}
+        if old is None:
+            # an item's time is when it arrived: the older cluster keeps its id, and a new
+            # item never renames the cluster it joins
+            arrived = fetched_at_to_micros(format_fetched_at(datetime.now(UTC)))
+            self._last = max(arrived, self._last + 1)
+            view.documents.put_unsketched([(doc_id, item.id, "", 0)], [self._last], [0])
+            view.clusters.add_singles([doc_id])
+            self.documents += 1
+        else:  # a new version: its old matches are checked again, as a new item's are
+            touched.update(view.item_edges.remove_all(doc_id))
+            touched.update(view.clusters.members_of(view.clusters.find(doc_id))[0])
+            self.updated += 1
         probes = item_keys(item.probes)
         met = view.item_keys.meet([probes])
         self.stopped += int(met.stopped[0])
         candidates = sorted(met.met(0) - {doc_id})
         self.candidates += len(candidates)
         matches = self._verified(item, candidates)
+        for other, _, match in matches:
+            view.item_edges.add(doc_id, other, match.score)
         view.items.put(doc_id, item)
-        view.documents.put_unsketched([(doc_id, item.id, "", 0)], [0], [0])
-        view.clusters.add_singles([doc_id])
         view.item_keys.post_new([item_keys(item.keys)], [doc_id], [0])
-        self._mine[doc_id] = item
-        self.documents += 1
-        if matches:
-            self._join(doc_id, item, matches)
+        touched.update(other for other, _, _ in matches)
+        self._report(doc_id, item, matches, self._regroup(touched), updated=old is not None)
+
+    def _remove(self, doc_id: int, old: PreparedItem) -> None:
+        """A tombstone: the item goes, with its matches; its cluster is cut again."""
+        view = self.view
+        root = view.clusters.find(doc_id)
+        members = view.clusters.members_of(root)[0]
+        view.item_edges.remove_all(doc_id)
+        view.items.delete(doc_id)
+        self.removed += 1
+        self.events.append(ItemRemoved(DocRef(doc_id, old.id, ""), root))
+        self._regroup(set(members), gone=doc_id)
 
     def _verified(
         self, item: PreparedItem, candidates: list[int]
     ) -> list[tuple[int, PreparedItem, ItemMatch]]:
-        """The candidates whose combined score reaches the threshold, best first."""
-        stored = self.view.items.get_many([c for c in candidates if c not in self._mine])
-        others = dict(zip([c for c in candidates if c not in self._mine], stored, strict=True))
+        """The candidates whose combined score reaches the threshold, best first (an item
+        no longer stored, removed or replaced by a tombstone, is left out)."""
         found = []
-        for candidate in candidates:
-            other = self._mine.get(candidate) or others.get(candidate)
+        for candidate, other in zip(candidates, self.view.items.get_many(candidates), strict=True):
             if other is None or not self._may_link(item, other):
                 continue
             self.pairs += 1
@@ -117,22 +163,99 @@ class _Batch:
         """``link = "across"``: only items of different sources are compared."""
         return self.schema.link != "across" or item.source != other.source
 
-    def _join(
-        self, doc_id: int, item: PreparedItem, matches: list[tuple[int, PreparedItem, ItemMatch]]
+    def _regroup(
+        self, touched: set[int], gone: int | None = None
+    ) -> tuple[dict[int, list[int]], dict[int, int]]:
+        """Cluster again what ``touched`` items are connected to (and the members of their
+        clusters, which a removal may leave unconnected): the connected parts of the graph
+        of matches, each cut into communities when loose. Returns the clusters now (by root)
+        and each member's cluster before (its old root)."""
+        view, clusters = self.view, self.view.clusters
+        old_roots = {node: clusters.find(node) for node in touched}
+        nodes = set(touched)
+        for root in set(old_roots.values()):
+            nodes.update(clusters.members_of(root)[0])
+        edges: dict[int, dict[int, float]] = {}
+        waiting = [node for node in nodes if node != gone]
+        while waiting:
+            node = waiting.pop()
+            if node in edges:
+                continue
+            edges[node] = view.item_edges.neighbours(node)
+            for other in edges[node]:
+                if other not in edges:
+                    nodes.add(other)
+                    waiting.append(other)
+        nodes.discard(-1 if gone is None else gone)
+        for node in nodes:
+            old_roots.setdefault(node, clusters.find(node))
+        if gone is not None:
+            old_roots.setdefault(gone, clusters.find(gone))
+        groups = [
+            group
+            for component in components(sorted(nodes), edges)
+            for group in parts(component, edges)
+        ]
+        if gone is not None:
+            groups.append([gone])  # alone, then forgotten: no stored cluster keeps it
+        before = _clusters_of(old_roots)
+        roots = clusters.regroup(set(old_roots.values()), groups, self.gauges)
+        after = dict(zip(roots, groups, strict=True))
+        self._splits(before, after, gone)
+        return after, old_roots
+
+    def _splits(
+        self, before: dict[int, list[int]], after: dict[int, list[int]], gone: int | None
     ) -> None:
-        survivor, size, retired = self.view.clusters.join(
-            doc_id, [candidate for candidate, _, _ in matches], self.gauges
-        )
-        if retired:
-            size = retired[-1][1]  # the duplicate names the size after every merge
-        best, other, match = matches[0]
+        """A ``cluster_split`` for each old cluster of two or more whose members now lie in
+        more than one cluster, or under another id (its first item removed)."""
+        new_root = {member: root for root, group in after.items() for member in group}
+        for old, members in sorted(before.items()):
+            kept = [member for member in members if member != gone]
+            if len(members) < 2 or not kept:
+                continue
+            now: dict[int, list[int]] = {}
+            for member in kept:
+                now.setdefault(new_root[member], []).append(member)
+            if set(now) != {old}:
+                self.events.append(
+                    ClusterSplit(
+                        old,
+                        tuple(
+                            (root, tuple(self._ref(m) for m in sorted(part)), len(after[root]))
+                            for root, part in sorted(now.items())
+                        ),
+                    )
+                )
+
+    def _report(
+        self,
+        doc_id: int,
+        item: PreparedItem,
+        matches: list[tuple[int, PreparedItem, ItemMatch]],
+        regrouped: tuple[dict[int, list[int]], dict[int, int]],
+        updated: bool,
+    ) -> None:
+        """The events of an item that arrived: its update, its duplicate (when it shares a
+        cluster with what it matched), and each cluster its cluster took in."""
+        after, old_roots = regrouped
+        root = next(root for root, group in after.items() if doc_id in group)
+        members = after[root]
         me = DocRef(doc_id, item.id, "")
-        self.events.append(
-            ItemDuplicate(me, DocRef(best, other.id, ""), match.score, match.fields, survivor, size)
-        )
-        for root, merged in retired:
+        if updated:
+            self.events.append(ItemUpdated(me, root, len(members)))
+        joined = [(other, found, match) for other, found, match in matches if other in members]
+        if joined:
+            best, other, match = joined[0]
             self.events.append(
-                ClusterMerged(survivor, root, merged, me, self._ref(survivor), self._ref(root))
+                ItemDuplicate(
+                    me, DocRef(best, other.id, ""), match.score, match.fields, root, len(members)
+                )
+            )
+        taken = {old_roots[member] for member in members if member != doc_id}
+        for retired in sorted(taken - {root}, key=self.view.clusters.age):
+            self.events.append(
+                ClusterMerged(root, retired, len(members), me, self._ref(root), self._ref(retired))
             )
 
     def _ref(self, doc_id: int) -> DocRef:
@@ -154,6 +277,13 @@ class _Batch:
             pairs_estimated=self.pairs,
             stage_seconds=MappingProxyType(timing),
         )
+
+
+def _clusters_of(roots: dict[int, int]) -> dict[int, list[int]]:
+    clusters: dict[int, list[int]] = {}
+    for member, root in roots.items():
+        clusters.setdefault(root, []).append(member)
+    return clusters
 
 
 def similar_items(

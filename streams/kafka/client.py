@@ -27,7 +27,7 @@ from typing import Any
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, BrokerError, Page
 
 from ..detection.event_clusters import clusters_from_events
-from ..running.inputs import DeadLetter, iter_records
+from ..running.inputs import DeadLetter, iter_lines, iter_records
 from .topics import EVENTS_TOPIC
 
 __all__ = [
@@ -72,13 +72,20 @@ def page_message(page: Page) -> tuple[bytes, bytes]:
     return page.url.encode(), json.dumps(value, ensure_ascii=False).encode()
 
 
-def _raw_key(raw: bytes) -> bytes | None:
+def _raw_key(raw: bytes, field: str = "url") -> bytes | None:
+    """The key of a raw record: its ``field`` (a page's url, an item's id), if it has one."""
     try:
         record = json.loads(raw)
     except (ValueError, RecursionError):
         return None
-    url = record.get("url") if isinstance(record, dict) else None
-    return url.encode("utf-8", "replace") if isinstance(url, str) and url else None
+    value = record.get(field) if isinstance(record, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    return value.encode("utf-8", "replace") if isinstance(value, str) and value else None
+
+
+def _as_it_is(line: bytes, max_bytes: int) -> bytes:
+    return line
 
 
 def _unreachable(broker: str, error: Exception) -> BrokerError:
@@ -105,9 +112,12 @@ def publish(
     topic: str,
     inputs: Sequence[str],
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    key: str | None = None,
 ) -> PublishSummary:
     """Send every record of ``inputs`` (JSON Lines files, ``-``, WARC files) to ``topic``;
-    returns once the broker acknowledged all of them (BrokerError otherwise)."""
+    returns once the broker acknowledged all of them (BrokerError otherwise). ``key``: send
+    every JSON Lines line as it is, keyed by this field (item mode's records by their id:
+    an item's versions and its tombstone then keep their order), unvalidated."""
     from kafka import KafkaProducer
     from kafka.errors import KafkaError
 
@@ -127,18 +137,26 @@ def publish(
     failures: list[BaseException] = []
     try:
         for name in inputs:
-            for record in iter_records(name, max_record_bytes):
-                key: bytes | None
+            records = (
+                iter_records(name, max_record_bytes)
+                if key is None
+                else iter_lines(name, _as_it_is, max_record_bytes)
+            )
+            for record in records:
+                message_key: bytes | None
                 if isinstance(record, Page):
-                    key, value = page_message(record)
+                    message_key, value = page_message(record)
                     summary.pages += 1
+                elif isinstance(record, bytes):
+                    message_key, value = _raw_key(record, key or "url"), record.rstrip(b"\r\n")
+                    summary.raw += 1
                 elif record.raw is not None:
-                    key, value = _raw_key(record.raw), record.raw.rstrip(b"\r\n")
+                    message_key, value = _raw_key(record.raw), record.raw.rstrip(b"\r\n")
                     summary.raw += 1
                 else:
                     summary.refused.append(record)
                     continue
-                future = producer.send(topic, key=key, value=value)
+                future = producer.send(topic, key=message_key, value=value)
                 future.add_errback(failures.append)
                 if failures:
                     break

@@ -16,7 +16,7 @@ from neardup.core import (
 from neardup.core.items.prepare import ItemPreparer, PreparedItem
 from neardup.core.items.schema import ItemSchema
 from neardup.core.prepared_codec import encode_document, frame
-from neardup.core.prepared_items import encode_items, item_overhead
+from neardup.core.prepared_items import encode_items, item_or_tombstone, item_overhead
 
 from ..running.prepare_work import DEFAULT_BATCH_BYTES, preparer_for
 
@@ -113,7 +113,7 @@ def prepare_item_messages(
     refused: list[Refusal] = []
     for index, value in enumerate(values):
         try:
-            item = preparer.prepare(record_from_json(value, max_record_bytes))
+            item = item_or_tombstone(preparer, record_from_json(value, max_record_bytes))
         except BadRecordError as error:
             refused.append((index, error.reason, str(error)))
             continue

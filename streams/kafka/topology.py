@@ -72,13 +72,23 @@ def internal_topics(config: WorkerConfig) -> dict[str, int]:
     return topics
 
 
-def event_records(result: BatchResult) -> list[tuple[bytes, bytes]]:
+#: the key of every event of item mode: one partition, so one order for its consumers (a
+#: split is followed by its parts' events, which clusters that only join need not)
+ITEM_EVENTS_KEY = b"items"
+
+
+def event_records(result: BatchResult, items: bool = False) -> list[tuple[bytes, bytes]]:
     """A batch's events as records of the events topic: keyed by cluster, and a contained
-    event, which changes none, by its new document."""
+    event, which changes none, by its new document; in item mode (``items``) all under
+    ``ITEM_EVENTS_KEY``."""
     records = []
     for event in result.events:
-        key = format_id(event.doc.doc_id if isinstance(event, Contained) else event.cluster)
-        records.append((key.encode(), encode_event(event)))
+        if items:
+            key = ITEM_EVENTS_KEY
+        else:
+            subject = event.doc.doc_id if isinstance(event, Contained) else event.cluster
+            key = format_id(subject).encode()
+        records.append((key, encode_event(event)))
     return records
 
 
@@ -257,7 +267,7 @@ def build_app(
         by_offset = {event.message.offset: event.message for event in batch}
         for offset, error in staged.rejected:
             await reject(by_offset[offset], error)
-        for key, value in event_records(staged.result):
+        for key, value in event_records(staged.result, config.schema is not None):
             await produce(config.events_topic, key, value, None)
         await app.producer.flush()  # events out before the state says "done"
         committing = time.perf_counter()

@@ -16,6 +16,7 @@ from typing import IO, Any
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc, record_from_json
 from neardup.core.items.prepare import ItemPreparer, PreparedItem
 from neardup.core.prepared_codec import decode_batch
+from neardup.core.prepared_items import item_or_tombstone
 from neardup.state import State
 
 from ..detection import BatchListener, BatchResult, Detector, Stage, encode_event
@@ -81,7 +82,9 @@ def _all_records(
             yield from iter_records(name, max_bytes)
         else:  # items are prepared as they are read: a bad one is a dead letter with its line
             yield from iter_lines(
-                name, lambda line, most: items.prepare(record_from_json(line, most)), max_bytes
+                name,
+                lambda line, most: item_or_tombstone(items, record_from_json(line, most)),
+                max_bytes,
             )
 
 

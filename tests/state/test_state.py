@@ -520,32 +520,72 @@ def test_member_rings_and_the_size_index_follow_every_merge(
         view = state.view()
         merge_edges(view, count, edges)
         view.commit()
+        _check_clusters(state, count)
+
+
+def _check_clusters(state: State, count: int) -> dict[int, list[int]]:
+    """Rings, pages of members, the size index and the gauges agree with the clusters."""
+    view = state.view()
+    groups = view.clusters.members()
+    for root, members in groups.items():
+        walked, cursor = view.clusters.members_of(root)
+        assert cursor is None and sorted(walked) == members and walked[0] == root
+        paged: list[int] = []
+        page, cursor = view.clusters.members_of(root, limit=2)
+        while True:
+            paged += page
+            if cursor is None:
+                break
+            page, cursor = view.clusters.members_of(root, after=cursor, limit=2)
+        assert paged == walked
+        assert all(view.clusters.find(member) == root for member in members)
+    singles = set(range(1, count + 1)) - {m for ms in groups.values() for m in ms}
+    for single in singles:
+        assert view.clusters.members_of(single) == ([single], None)
+    expected = sorted(((len(ms), root) for root, ms in groups.items()), key=lambda s: (-s[0], s[1]))
+    assert [(size, root) for root, size in view.clusters.largest(count)] == expected
+    # the gauges a scrape reads agree with the tables they describe
+    assert view.counters.get("clusters") == len(groups)
+    assert view.counters.get("documents_in_clusters") == sum(map(len, groups.values()))
+    assert view.clusters.size_classes() == dict(
+        Counter(size_class(len(ms)) for ms in groups.values())
+    )
+    return groups
+
+
+@given(
+    st.integers(2, 14).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=25),
+            st.lists(st.integers(0, 5), min_size=n, max_size=n),
+        )
+    )
+)
+def test_clusters_regrouped_keep_their_rings_sizes_and_gauges(
+    graph: tuple[int, list[tuple[int, int]], list[int]],
+) -> None:
+    """Clusters cut and joined again (``regroup``, what splitting items needs) are as
+    consistent as clusters only joined; each group is rooted at its oldest member."""
+    count, edges, labels = graph
+    with State.open(None) as state:
         view = state.view()
-        groups = view.clusters.members()
-        for root, members in groups.items():
-            walked, cursor = view.clusters.members_of(root)
-            assert cursor is None and sorted(walked) == members and walked[0] == root
-            paged: list[int] = []
-            page, cursor = view.clusters.members_of(root, limit=2)
-            while True:
-                paged += page
-                if cursor is None:
-                    break
-                page, cursor = view.clusters.members_of(root, after=cursor, limit=2)
-            assert paged == walked
-        singles = set(range(1, count + 1)) - {m for ms in groups.values() for m in ms}
-        for single in singles:
-            assert view.clusters.members_of(single) == ([single], None)
-        expected = sorted(
-            ((len(ms), root) for root, ms in groups.items()), key=lambda s: (-s[0], s[1])
-        )
-        assert [(size, root) for root, size in view.clusters.largest(count)] == expected
-        # the gauges a scrape reads agree with the tables they describe
-        assert view.counters.get("clusters") == len(groups)
-        assert view.counters.get("documents_in_clusters") == sum(map(len, groups.values()))
-        assert view.clusters.size_classes() == dict(
-            Counter(size_class(len(ms)) for ms in groups.values())
-        )
+        merge_edges(view, count, edges)
+        view.commit()
+        before = _check_clusters(state, count)
+        view = state.view()
+        roots = {view.clusters.find(doc_id) for doc_id in range(1, count + 1)}
+        parts: dict[int, list[int]] = {}
+        for doc_id, label in zip(range(1, count + 1), labels, strict=True):
+            parts.setdefault(label, []).append(doc_id)
+        groups = [sorted(group) for group in parts.values()]
+        made = view.clusters.regroup(roots, groups, gauges := {})
+        view.counters.add_many(gauges)
+        view.commit()
+        after = _check_clusters(state, count)
+        assert made == [min(group, key=state.view().clusters.age) for group in groups]
+        assert sorted(after.values()) == sorted(g for g in groups if len(g) > 1)
+        assert {m for ms in before.values() for m in ms} <= set(range(1, count + 1))
 
 
 def test_a_size_key_put_and_replaced_in_one_transaction_is_never_written(tmp_path: Path) -> None:

@@ -90,8 +90,9 @@ class Deployment:
         producer = KafkaProducer(bootstrap_servers=self.broker, linger_ms=5)
         try:
             for line in lines:
-                try:
-                    key = str(json.loads(line).get("url", "")).encode()
+                try:  # a page's url, or an item's id: one partition for each, in order
+                    record = json.loads(line)
+                    key = str(record.get("url") or record.get("id") or "").encode()
                 except (ValueError, AttributeError):
                     key = b""
                 producer.send(self.pages, key=key or None, value=line)

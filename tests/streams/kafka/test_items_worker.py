@@ -4,6 +4,8 @@ worker with the schema, give the embedded run's clusters (rebuilt from the event
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,9 +42,72 @@ def test_a_worker_with_a_schema_finds_the_embedded_run_s_item_clusters(
     deployment = Deployment(broker, tmp_path)
     try:
         deployment.start_worker("w1", "--schema", str(SCHEMA))
-        deployment.publish(lines)
+        published = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neardup.streams",
+                "publish",
+                "--broker",
+                broker,
+                "--topic",
+                deployment.pages,
+                "--key",
+                "id",
+                str(inputs),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert json.loads(published.stdout)["raw"] == 301  # every line, as it is
         assert deployment.wait_for(expected) == expected
         letters = deployment.read(deployment.dead_letters)
         assert [letter["reason"] for letter in letters] == ["missing_id"]
+    finally:
+        deployment.stop()
+
+
+def test_splits_updates_and_tombstones_on_kafka_give_the_embedded_clusters(
+    broker: str, tmp_path: Path
+) -> None:
+    """A hub that holds three clusters together until they are cut, an item that changes,
+    a tombstone: followed from the events alone, the clusters are the embedded run's."""
+    schema_text = 'id = "id"\nthreshold = 0.33\nmin_weight = 1\n' + "".join(
+        f'[fields.t{n}]\ntype = "category"\nweight = 1\n' for n in (1, 2, 3)
+    )
+    schema_file = tmp_path / "schema.toml"
+    schema_file.write_text(schema_text)
+
+    def item(item_id: str, *values: str) -> dict[str, object]:
+        return {"id": item_id, **{f"t{n}": v for n, v in enumerate(values, start=1)}}
+
+    clusters = [item(f"{x}{n}", x, x, x) for x in "abc" for n in range(1, 5)]
+    records: list[dict[str, object]] = [
+        clusters[0],
+        clusters[4],
+        clusters[8],
+        item("hub", "a", "b", "c"),
+        *clusters[1:4],
+        *clusters[5:8],
+        *clusters[9:],
+        item("a2", "b", "b", "b"),
+        {"id": "c1", "deleted": True},
+    ]
+    lines = [json.dumps(record).encode() for record in records]
+    inputs = tmp_path / "items.jsonl"
+    inputs.write_bytes(b"\n".join(lines) + b"\n")
+    schema = ItemSchema.from_toml(schema_text)
+    with State.open(None) as state:
+        check_or_store_schema(state.store, schema)
+        run(state, [str(inputs)], items=ItemPreparer(schema), batch_size=4)
+        expected = partition(state)
+    assert frozenset({"c2", "c3", "c4"}) in expected
+    deployment = Deployment(broker, tmp_path)
+    try:
+        deployment.start_worker("w1", "--schema", str(schema_file))
+        deployment.publish(lines)
+        assert deployment.wait_for(expected) == expected
     finally:
         deployment.stop()
