@@ -29,6 +29,7 @@ SAMPLED_COUNTERS = (
     "clusters",
     "documents_in_clusters",
     "cluster_merges",
+    "cluster_splits",
     "contained",
     "dead_letters",
     *(f"duplicates:{method}" for method in METHODS),

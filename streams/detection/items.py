@@ -273,6 +273,7 @@ class _Batch:
                 method: kinds[ItemDuplicate] if method == "item" else 0 for method in METHODS
             },
             merges=kinds[ClusterMerged],
+            splits=kinds[ClusterSplit],
             candidates=self.candidates,
             pairs_estimated=self.pairs,
             stage_seconds=MappingProxyType(timing),

@@ -36,8 +36,9 @@ class BatchResult:
     repeats: int = 0
     #: duplicates found, by how they were found
     duplicates_by_method: Mapping[Method, int] = field(default_factory=_no_duplicates)
-    #: clusters retired by a merge
+    #: clusters retired by a merge, and clusters cut by a split (item mode)
     merges: int = 0
+    splits: int = 0
     #: contained events (``Settings.containment_threshold``)
     contained: int = 0
     #: documents the indexes proposed past their filters, and the (document, candidate)
@@ -62,6 +63,7 @@ class BatchResult:
             "duplicates": self.duplicates,
             **{f"duplicates:{m}": n for m, n in self.duplicates_by_method.items()},
             "cluster_merges": self.merges,
+            "cluster_splits": self.splits,
             "contained": self.contained,
             "candidates": self.candidates,
             "pairs_estimated": self.pairs_estimated,

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from neardup.core import Page
 from neardup.core.items.merge import merge_items
 from neardup.core.items.prepare import ItemPreparer
 from neardup.core.items.schema import ItemSchema
-from neardup.state import State, top_stop_keys
+from neardup.state import State, StateView, top_stop_keys
 from neardup.state.postings import INDEX_TABLES
 
 from ..detection import METHODS, Match, find_containing, find_similar, format_id
 from ..detection.items import similar_items
 from .queries import query_preparer
 
-__all__ = ["cluster_lines", "merged_lines", "similar_items_to", "similar_to_content", "statistics"]
+__all__ = [
+    "cluster_lines",
+    "merged_lines",
+    "merged_record",
+    "similar_items_to",
+    "similar_to_content",
+    "statistics",
+]
 
 
 def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[dict[str, Any]]:
@@ -124,16 +131,23 @@ def merged_lines(state: State, schema: ItemSchema) -> Iterator[dict[str, Any]]:
     groups = view.clusters.members()
     ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
     for root, members in ordered:
-        items = [item for item in view.items.get_many(sorted(members)) if item is not None]
-        items.sort(key=lambda item: item.id)
-        merged = merge_items(items, schema)
-        yield {
-            "cluster": format_id(root),
-            "size": len(members),
-            "members": list(merged.ids),
-            "record": merged.fields,
-            "urls": list(merged.urls),
-        }
+        yield merged_record(view, schema, root, members)
+
+
+def merged_record(
+    view: StateView, schema: ItemSchema, root: int, members: Sequence[int]
+) -> dict[str, Any]:
+    """The merged record of the cluster ``root`` of ``members`` (item mode)."""
+    items = [item for item in view.items.get_many(sorted(members)) if item is not None]
+    items.sort(key=lambda item: item.id)
+    merged = merge_items(items, schema)
+    return {
+        "cluster": format_id(root),
+        "size": len(members),
+        "members": list(merged.ids),
+        "record": merged.fields,
+        "urls": list(merged.urls),
+    }
 
 
 def similar_items_to(

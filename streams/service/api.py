@@ -12,10 +12,12 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from neardup.core import Page
+from neardup.core import BadRecordError, Page
+from neardup.core.items.schema import ItemSchema
 from neardup.core.markup import check_markup
 from neardup.state import Sample as StoredSample
 from neardup.state import State
+from neardup.state.items import stored_schema
 
 from ..detection import format_id
 from ..detection.history import SAMPLED_COUNTERS
@@ -112,6 +114,37 @@ class Api:
             groups = queries.fold(state, items, threshold)
         return schemas.answer_of({"groups": groups}, schemas.FoldAnswer)
 
+    def similar_items(self, query: schemas.ItemQuery) -> schemas.SimilarItems:
+        with self.source.reading() as state:
+            schema = _item_schema(state)
+            try:
+                found = reports.similar_items_to(state, schema, query.record, int(query.limit))
+            except BadRecordError as error:
+                raise BadRequestError(f"the record is refused ({error.reason}): {error}") from None
+        return schemas.answer_of({"matches": found}, schemas.SimilarItems)
+
+    def merged(self, cluster: str) -> schemas.Merged:
+        cluster_id = _id(cluster, "cluster id")
+        with self.source.reading() as state:
+            schema = _item_schema(state)
+            view = state.view()
+            if view.documents.ref(cluster_id) is None:
+                raise NotFoundError(f"cluster {cluster} is not in the state")
+            root = view.clusters.find(cluster_id)
+            members = view.clusters.members_of(root)[0]
+            answer = reports.merged_record(view, schema, root, members)
+        return schemas.answer_of(answer, schemas.Merged)
+
+    def merged_largest(self, limit: int) -> schemas.MergedList:
+        with self.source.reading() as state:
+            schema = _item_schema(state)
+            view = state.view()
+            answer = [
+                reports.merged_record(view, schema, root, view.clusters.members_of(root)[0])
+                for root, _ in view.clusters.largest(limit)
+            ]
+        return schemas.answer_of({"clusters": answer}, schemas.MergedList)
+
     def dashboard(self, since: float) -> schemas.Dashboard:
         """The samples the writer recorded after ``since``, then one of the state as it is
         now (the writer records a sample every few seconds of batches: the last batches of
@@ -175,11 +208,19 @@ def _sample(sample: StoredSample) -> schemas.Sample:
         clusters=counters.get("clusters", 0),
         documents_in_clusters=counters.get("documents_in_clusters", 0),
         merges=counters.get("cluster_merges", 0),
+        splits=counters.get("cluster_splits", 0),
         duplicates={name.partition(":")[2]: counters.get(name, 0) for name in _DUPLICATES},
         contained=counters.get("contained", 0),
         largest_cluster=counters.get("largest_cluster", 0),
         dead_letters=counters.get("dead_letters", 0),
     )
+
+
+def _item_schema(state: State) -> ItemSchema:
+    schema = stored_schema(state.store)
+    if schema is None:
+        raise NotFoundError("this state holds pages: item queries are item mode's (--schema)")
+    return schema
 
 
 def _page(url: str, content: str, content_type: str) -> Page:

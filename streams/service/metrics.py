@@ -156,6 +156,11 @@ def _totals(numbers: Mapping[str, int]) -> Iterator[Metric]:
         numbers.get("cluster_merges", 0),
     )
     yield _counter(
+        "neardup_cluster_splits",
+        "Clusters cut into parts (item mode: a loose cluster, an update, a tombstone)",
+        numbers.get("cluster_splits", 0),
+    )
+    yield _counter(
         "neardup_contained",
         "Contained events: a new document held in an earlier one, or holding one",
         numbers.get("contained", 0),

@@ -8,7 +8,7 @@ them as dicts: ``msgspec.convert`` makes each the Struct that describes it.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -27,10 +27,15 @@ __all__ = [
     "Growing",
     "History",
     "InlinePage",
+    "ItemQuery",
     "Largest",
     "LostAndFound",
+    "Merged",
+    "MergedList",
     "Ranked",
     "Similar",
+    "SimilarItem",
+    "SimilarItems",
     "SimilarQuery",
     "SimilarToStored",
     "Stats",
@@ -98,6 +103,13 @@ class FoldQuery(_Body):
         ),
     ]
     threshold: Fraction | None = None
+
+
+class ItemQuery(_Body):
+    record: Annotated[
+        dict[str, Any], Meta(description="an item as the schema's records are (not stored)")
+    ]
+    limit: BodyLimit = 10
 
 
 class Doc(Struct):
@@ -257,6 +269,7 @@ class Sample(Struct, kw_only=True):
     clusters: Count
     documents_in_clusters: Count
     merges: Count
+    splits: Count
     duplicates: dict[str, Count]
     contained: Count
     largest_cluster: Count
@@ -275,6 +288,33 @@ class Dashboard(Struct, kw_only=True):
     largest: list[ClusterSummary]
     growing: list[GrowingCluster]
     window_seconds: float
+
+
+class SimilarItem(Struct, kw_only=True):
+    id: str
+    url: str | None
+    cluster: Id
+    score: Fraction
+    matched: Annotated[bool, Meta(description="the score reaches the schema's threshold")]
+    fields: dict[str, Fraction]
+
+
+class SimilarItems(Struct):
+    matches: list[SimilarItem]
+
+
+class Merged(Struct, kw_only=True):
+    """A cluster of items as one record, made from its members as they are now."""
+
+    cluster: Id
+    size: Count
+    members: list[str]
+    record: dict[str, Any]
+    urls: list[str]
+
+
+class MergedList(Struct):
+    clusters: list[Merged]
 
 
 class ErrorDetail(Struct):
@@ -299,6 +339,9 @@ ANSWERS: tuple[type[Struct], ...] = (
     History,
     FoldAnswer,
     Stats,
+    SimilarItems,
+    Merged,
+    MergedList,
     Dashboard,
     ErrorAnswer,
 )

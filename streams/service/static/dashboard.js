@@ -6,7 +6,7 @@
   const headers = token ? { Authorization: "Bearer " + token } : {};
   const POLL_MS = 2000;
   const COLORS = ["#2f6fdf", "#d9822b", "#1d9a6c", "#b5479b", "#7a5cc4", "#c23b3b"];
-  const METHODS = ["exact", "canonical", "shingle", "near"];
+  const METHODS = ["exact", "canonical", "shingle", "near", "item"];
   let samples = [];
   let openCluster = null;
   let memberCursor = null;
@@ -121,7 +121,10 @@
       { name: "documents in clusters", points: samples.map((s) => [s.time, s.documents_in_clusters]) },
       { name: "clusters", points: samples.map((s) => [s.time, s.clusters]) },
     ], "growth-legend");
-    lineChart(el("rate-chart"), [{ name: "merges", points: perMinute((s) => s.merges) }].concat(
+    lineChart(el("rate-chart"), [
+      { name: "merges", points: perMinute((s) => s.merges) },
+      { name: "splits", points: perMinute((s) => s.splits || 0) },
+    ].concat(
       METHODS.map((m) => ({ name: m + " duplicates", points: perMinute((s) => s.duplicates[m]) }))
     ), "rate-legend");
     sizeChart(el("size-chart"), data.size_distribution);

@@ -194,3 +194,29 @@ def test_the_command_line_runs_merges_and_queries_items(tmp_path: Path) -> None:
     wrong.write_text('id = "id"\n[fields.name]\ntype = "txt"\nweight = 1\n')
     bad = _neardup("run", "--state", str(tmp_path / "x"), "--schema", str(wrong), str(inputs))
     assert bad.returncode == 2 and "line 3" in bad.stderr and "txt" in bad.stderr
+
+
+def test_the_service_answers_item_queries_and_merged_records(tmp_path: Path) -> None:
+    from tests.streams.service.conftest import call, serving
+
+    records = _records(200)
+    inputs = _write(tmp_path / "items.jsonl", records)
+    with State.open(tmp_path / "state") as state:
+        _run(state, [str(inputs)])
+        with serving(state) as service:
+            api = service.url + "/api/v1"
+            probe = {**records[0], "id": "probe"}
+            similar = call(api + "/items/similar", "POST", {"record": probe, "limit": 3})
+            assert similar.status == 200, similar.body
+            best = similar.json()["matches"][0]
+            assert best["id"] == records[0]["id"] and best["score"] == 1.0 and best["matched"]
+            assert set(best["fields"]) <= {"name", "address", "city", "location", "phone"}
+            largest = call(api + "/items/merged?limit=2").json()["clusters"]
+            assert len(largest) == 2 and largest[0]["size"] >= largest[1]["size"]
+            one = call(api + f"/items/merged/{largest[0]['cluster']}").json()
+            assert one == largest[0] and "name" in one["record"]
+            bad = call(api + "/items/similar", "POST", {"record": {"name": "no id"}})
+            assert bad.status == 400 and "missing_id" in bad.json()["error"]["message"]
+    with State.open(None) as pages, serving(pages) as service:
+        refused = call(service.url + "/api/v1/items/merged")
+        assert refused.status == 404 and "holds pages" in refused.json()["error"]["message"]
