@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from neardup.core.items.keys import plan_keys, prefix_length, uncovered, word_keys
-from neardup.core.items.plan import level_sets
+from neardup.core.items.plan import FLOOR_GRID, level_sets
 from neardup.core.items.prepare import ItemPreparer, verify
 from neardup.core.items.schema import ItemSchema
 
@@ -167,12 +167,13 @@ def test_plans_cover_every_passing_set(threshold: float, weights: dict[str, floa
 def test_a_pair_with_too_little_weight_in_common_needs_no_key() -> None:
     schema = schema_of(0.7, dict.fromkeys(("name", "address", "city", "location"), 1.0)
                        | {"phone": 1.0, "about": 1.0, "price": 1.0})  # fmt: skip
-    floors = plan_keys(schema).floors
+    floors = [FLOOR_GRID.get(spec.type, (0.0,)) for spec in schema.fields]
     sets = level_sets(schema, floors)
     assert sets is not None
     fields = [i for i, own in enumerate(floors) for _ in own]  # the field of each bit
-    # half the weight (3.5 of 7) must be shared: no level set reaches one or two light fields
-    assert all(len({fields[b] for b in range(len(fields)) if mask >> b & 1}) >= 2 for mask in sets)
+    # half the weight (3.5 of 7) must be shared, four fields of which one at most may fail
+    # entirely (slack 1.2): every minimal set reaches floors of three fields
+    assert all(len({fields[b] for b in range(len(fields)) if mask >> b & 1}) >= 3 for mask in sets)
 
 
 @pytest.mark.parametrize(
