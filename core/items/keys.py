@@ -53,6 +53,7 @@ __all__ = [
     "KeyMaker",
     "KeyPlan",
     "KeyRule",
+    "number_keys",
     "plan_keys",
     "prefix_length",
     "uncovered",
@@ -94,7 +95,7 @@ class KeyMaker:
             cell = token_hash("geo", grid.cell(value.lat, value.lon))
             return [cell], [token_hash("geo", c) for c in grid.cells_within(value.lat, value.lon)]
         assert isinstance(value, NumberValue)
-        return _number_tokens(value.value, floor)
+        return number_keys(value.value, floor)
 
     def keys(self, values: Sequence[FieldValue | None]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(posted, probes): sorted distinct 64-bit keys of every rule whose fields are present."""
@@ -161,13 +162,16 @@ def _combine(rule_number: int, lists: Sequence[Sequence[int]]) -> list[int]:
     ]
 
 
-def _number_tokens(number: float, floor: float) -> _Tokens:
+def number_keys(number: float, floor: float) -> _Tokens:
+    """(posted, looked up) tokens of a number, such that two scoring ``floor`` or more meet."""
     ratio = number_ratio(floor)  # a score above 0 (floor 0) is a ratio above 1 - τ
     if number == 0.0 or ratio >= 1.0:
         token = token_hash("num", repr(number))
         return [token], [token]
     sign = "+" if number > 0 else "-"
-    # ratios of at least ``ratio``: logarithms at most one bucket's width apart
-    bucket = math.floor(math.log(abs(number)) / -math.log(ratio))
+    # ratios of at least ``ratio``: logarithms at most one bucket's width apart (a hair
+    # wider, so that rounding at the very boundary cannot put them two buckets apart)
+    width = -math.log(ratio) * (1.0 + 1e-9) + 1e-15
+    bucket = math.floor(math.log(abs(number)) / width)
     post = [token_hash("num", f"{sign}{bucket}")]
     return post, [token_hash("num", f"{sign}{bucket + step}") for step in (-1, 0, 1)]
