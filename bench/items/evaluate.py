@@ -8,6 +8,7 @@ and the work: keys, probes and candidates per item, the largest cluster.
 
     python -m bench.items.evaluate --corpus listings --n 20000 --seed 1
     python -m bench.items.evaluate --corpus listings-plain --n 20000 --seed 1
+    python -m bench.items.evaluate --corpus listings-rich --n 20000 --seed 1
     python -m bench.items.evaluate --corpus febrl3
 
 ``--missed`` also checks the key guarantee on the truth: every true pair whose score reaches
@@ -35,19 +36,21 @@ from . import febrl, listings
 __all__ = ["evaluate", "load_corpus", "main", "pair_scores"]
 
 SCHEMAS = Path(str(files("bench.items").joinpath("schemas")))
+#: generated corpora: with coordinates or without ("-plain"), with a description and a price
+LISTINGS = ("listings", "listings-plain", "listings-rich", "listings-rich-plain")
 
 
 def load_corpus(name: str, count: int, seed: int) -> tuple[str, list[tuple[dict[str, Any], str]]]:
     """(schema TOML text, [(record, entity)]) of a named corpus."""
-    if name in ("listings", "listings-plain"):
-        flavour = "coords" if name == "listings" else "plain"
-        made = listings.generate(count, seed, flavour)
-        return (SCHEMAS / "listings.toml").read_text(), [(x.record, x.entity) for x in made]
+    if name in LISTINGS:
+        flavour = "plain" if name.endswith("-plain") else "coords"
+        rich = name.startswith("listings-rich")
+        made = listings.generate(count, seed, flavour, rich)
+        schema = "listings-rich.toml" if rich else "listings.toml"
+        return (SCHEMAS / schema).read_text(), [(x.record, x.entity) for x in made]
     if name in febrl.CORPORA:
         return (SCHEMAS / "febrl.toml").read_text(), febrl.load(name)
-    raise SystemExit(
-        f"unknown corpus {name!r}: listings, listings-plain, {', '.join(febrl.CORPORA)}"
-    )
+    raise SystemExit(f"unknown corpus {name!r}: {', '.join(LISTINGS + febrl.CORPORA)}")
 
 
 class _UnionFind:

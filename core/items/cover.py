@@ -1,13 +1,15 @@
 """What a key rule costs per item, and the cheapest set of rules covering the level sets.
 
-**Cost.** Per item, the keys a rule posts plus the candidates its lookups bring, each counted
-as one unit (a candidate is read and verified, a key is written and stored: the same order
-of work). Candidates are estimated from nominal shares of items sharing one token, measured
-on the bench's listings and Febrl records at 20,000 items (bench/items/README.md), whose
-density per token is taken as that of a much larger real corpus: 2 to 3 words a name, 3 to 4
-an address; a name's or an address's first word (rare words first) is shared by 1-2 % of the
-items, one of its character n-grams by 11 %, a city by 8 %; a geohash cell holds the items of
-its area at the bench's density. Only the plan's choice depends on these figures.
+**Cost.** Per item, the keys a rule posts (each worth 1.5 candidates: a key is written and
+stored for good, a candidate read and verified once) plus the candidates its lookups bring,
+as if the token sets of two atoms were independent. Candidates are estimated from nominal
+shares of items sharing a token, measured on the bench's corpora at 20,000 items
+(bench/items/README.md) and taken as the density of a much larger real corpus: 2 to 5 words
+a name or an address; its first words (rare ones first) shared by 1-2 % of the items, a pair
+of them by 0.02 % (addresses) to 0.4 % (names), any word or n-gram by 10 %, a city by 8 %, a
+description's shingle by 5 %; a geohash cell holds the items of its area at the bench's
+density. Only the plan's choice depends on these figures: with 1 key = 1 candidate the
+listings' plan posts 24 keys and brings 17 candidates, with 2, 15 and 30.
 
 **Cover.** Weighted set cover is NP-hard; a greedy pass (rule of least cost per newly covered
 set) then local search (drop a rule, cover what it leaves with the others' greedy choice,
@@ -23,7 +25,7 @@ import numpy as np
 
 from .geo import precision_for
 from .schema import FieldSpec
-from .similarity import word_floor
+from .similarity import number_ratio, word_floor
 
 __all__ = ["cheapest_cover", "prefix_length", "rule_cost"]
 
@@ -31,16 +33,16 @@ _WORD_COUNTS = (2, 3, 4, 5)  # words of a name or an address
 _GRAMS = 16  # character n-grams of a name or an address
 _SKETCH = 64  # a longtext's sample
 _ITEMS = 20_000
-_KEY_COST = 2.0  # a key stored, in candidates verified
+_KEY_COST = 1.5  # a key stored, in candidates verified
 _SHARE = {
     "word": 0.015,  # the first words of a prefix
-    "pair": 0.001,  # two of them
+    "pair": 0.003,  # two of them (0.0002 for addresses, 0.004 for names)
     "size": 0.3,  # texts of one length
     "text": 0.1,  # any word or n-gram
-    "longtext": 0.002,
+    "longtext": 0.05,  # a shingle of a description (templates, boilerplate)
     "category": 0.05,
     "identifier": 1e-4,
-    "number": 0.05,
+    "number": 0.5,  # per unit of log: prices spread over a few units
 }
 #: share of the items per square metre (the bench: 20,000 listings over 12 cities of 144 km²)
 _DENSITY = 6e-10
@@ -79,8 +81,8 @@ def _atom(spec: FieldSpec, floor: float, width: int) -> tuple[float, float]:
         # the cells a disk of that radius around a uniform point overlaps, on average
         lookups = (1.0 + 2.0 * radius / height) * (1.0 + 2.0 * radius / width_m)
         return 1.0, lookups * _DENSITY * height * width_m
-    if spec.type == "number":
-        return 1.0, (3.0 if floor > 0.0 else 1.0) * _SHARE["number"]
+    if spec.type == "number":  # three buckets of a log-scale width ln(1/ratio)
+        return 1.0, 3.0 * _SHARE["number"] * -math.log(number_ratio(floor))
     return 1.0, _SHARE[spec.type]
 
 

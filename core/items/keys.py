@@ -15,8 +15,8 @@ Per atom (a field and a floor θ), the tokens two values reaching θ always shar
 * category, identifier: the value.
 * geo: the geohash cell of a grid for radius·√(1 - θ), the distance within which the score
   is at least θ; it looks up every cell a point within that distance may lie in.
-* number: its log-scale bucket of width ln(1/θ), looking up the neighbouring ones (θ = 0:
-  its sign).
+* number: its log-scale bucket of width ln(1/r), looking up the neighbouring ones, r the
+  least ratio of two numbers scoring θ (``similarity.number_ratio``; θ = 0: any score above 0).
 
 A rule's keys are the cross product of its atoms' tokens, hashed to 64 bits with the rule's
 number. Posted keys go to the index; probes are looked up (a location posts its cell and
@@ -38,7 +38,7 @@ from .geo import GeoGrid
 from .normalise import token_hash
 from .plan import KeyPlan, KeyRule, plan_keys, uncovered
 from .schema import ItemSchema
-from .similarity import word_floor
+from .similarity import number_ratio, word_floor
 from .values import (
     CategoryValue,
     FieldValue,
@@ -53,6 +53,7 @@ __all__ = [
     "KeyMaker",
     "KeyPlan",
     "KeyRule",
+    "number_keys",
     "plan_keys",
     "prefix_length",
     "uncovered",
@@ -94,7 +95,7 @@ class KeyMaker:
             cell = token_hash("geo", grid.cell(value.lat, value.lon))
             return [cell], [token_hash("geo", c) for c in grid.cells_within(value.lat, value.lon)]
         assert isinstance(value, NumberValue)
-        return _number_tokens(value.value, floor)
+        return number_keys(value.value, floor)
 
     def keys(self, values: Sequence[FieldValue | None]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(posted, probes): sorted distinct 64-bit keys of every rule whose fields are present."""
@@ -161,14 +162,16 @@ def _combine(rule_number: int, lists: Sequence[Sequence[int]]) -> list[int]:
     ]
 
 
-def _number_tokens(number: float, floor: float) -> _Tokens:
-    if number == 0.0:
-        token = token_hash("num", "0")
+def number_keys(number: float, floor: float) -> _Tokens:
+    """(posted, looked up) tokens of a number, such that two scoring ``floor`` or more meet."""
+    ratio = number_ratio(floor)  # a score above 0 (floor 0) is a ratio above 1 - τ
+    if number == 0.0 or ratio >= 1.0:
+        token = token_hash("num", repr(number))
         return [token], [token]
     sign = "+" if number > 0 else "-"
-    if floor <= 0.0:
-        token = token_hash("num", sign)
-        return [token], [token]
-    bucket = math.floor(math.log(abs(number)) / -math.log(floor))
+    # ratios of at least ``ratio``: logarithms at most one bucket's width apart (a hair
+    # wider, so that rounding at the very boundary cannot put them two buckets apart)
+    width = -math.log(ratio) * (1.0 + 1e-9) + 1e-15
+    bucket = math.floor(math.log(abs(number)) / width)
     post = [token_hash("num", f"{sign}{bucket}")]
     return post, [token_hash("num", f"{sign}{bucket + step}") for step in (-1, 0, 1)]

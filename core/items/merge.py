@@ -4,9 +4,9 @@ Per field type, the rule and why:
 
 * category, identifier: the most common normalised value (ties: the earliest member's), shown
   in the display form its first holder used: a vote, because these are equal or not.
-* text: the member's text sharing the most tokens with the other members' texts (ties: the
-  longer); it is the most representative spelling, where the longest alone would favour a
-  text with extra words ("... Cork, Ireland - Home").
+* text: the medoid, the member's text most similar to the others in all (ties: the longer):
+  the most representative spelling, where the longest would favour a text with extra words
+  ("... Cork, Ireland - Home") and counting shared tokens would too.
 * longtext: the longest description kept (their excerpts): descriptions are rarely wrong by
   being long, and a merged record is for reading.
 * geo: the centroid of the members' locations as unit vectors (``geo.centroid``): a plain
@@ -27,6 +27,7 @@ from typing import Any
 from .geo import centroid
 from .prepare import PreparedItem
 from .schema import ItemSchema
+from .similarity import text_similarity
 from .values import (
     CategoryValue,
     FieldValue,
@@ -75,11 +76,9 @@ def _merge_values(values: Sequence[FieldValue]) -> Any:
         )
     if isinstance(first, TextValue):
         texts = [value for value in values if isinstance(value, TextValue)]
-        counts = Counter(token for text in texts for token in (*text.word_tokens, *text.grams))
 
-        def support(text: TextValue) -> tuple[int, int]:
-            shared = sum(counts[token] - 1 for token in (*text.word_tokens, *text.grams))
-            return shared, len(text.display)
+        def support(text: TextValue) -> tuple[float, int]:
+            return sum(text_similarity(text, other) for other in texts), len(text.display)
 
         return max(texts, key=support).display
     if isinstance(first, LongTextValue):

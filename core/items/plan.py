@@ -62,8 +62,9 @@ FLOOR_GRID: dict[FieldType, tuple[float, ...]] = {
 _GRADED = frozenset(FLOOR_GRID)
 #: a plan's level vectors are enumerated; beyond this many the grids are thinned
 _MAX_VECTORS = 1_000_000
-#: the thinner grids of a text field, in turn (lightest field first)
-_THINNER = ((0.0, 0.6, 0.7, 0.8, 0.9), (0.0, 0.6, 0.8), (0.0, 0.7))
+#: the thinner grids of a graded field, in turn (lightest field first); the last keeps only
+#: floor 0 (all tokens), for schemas of many graded fields
+_THINNER = ((0.0, 0.6, 0.7, 0.8, 0.9), (0.0, 0.6, 0.8), (0.0, 0.7), (0.0,))
 _EPSILON = 1e-6
 
 

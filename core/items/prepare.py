@@ -13,7 +13,6 @@ index holds them, and ``ItemPreparer.keys`` recomputes them from the values).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -107,12 +106,15 @@ class ItemPreparer:
         """A PreparedItem from a decoded JSON object, or BadRecordError saying why not."""
         if not isinstance(record, dict):
             raise BadRecordError(
-                "not_an_object", f"expected a JSON object, got {type(record).__name__}"
+                "not_an_object",
+                f"expected a JSON object per record, got {type(record).__name__}",
             )
-        item_id = _scalar_text(record, self.schema.id_field, "missing_id")
+        item_id = _scalar_text(record, self.schema.id_field)
         if item_id is None:
             raise BadRecordError(
-                "missing_id", f"the record has no {self.schema.id_field!r} (its id)"
+                "missing_id",
+                f"the record has no {self.schema.id_field!r} (its id): give every record one, "
+                "a string or an integer",
             )
         url = _optional_text(record, self.schema.url_field)
         source = _optional_text(record, self.schema.source_field)
@@ -163,32 +165,46 @@ def verify(a: PreparedItem, b: PreparedItem, schema: ItemSchema) -> ItemMatch:
     )
 
 
-def _scalar_text(record: dict[str, Any], key: str, reason: str) -> str | None:
+def _scalar_text(record: dict[str, Any], key: str) -> str | None:
     value = record.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise BadRecordError("bad_field", f"{key!r} must be a string, not {type(value).__name__}")
+        raise BadRecordError(
+            "bad_field",
+            f"{key!r} = {_shown(value)} must be a string or an integer, not {type(value).__name__}",
+        )
     text = str(value).strip()
+    if len(text) > MAX_FIELD_CHARS:
+        raise BadRecordError(
+            "too_large",
+            f"{key!r} has {len(text)} characters, over the limit of {MAX_FIELD_CHARS}: use a "
+            "shorter one",
+        )
     return text or None
 
 
 def _optional_text(record: dict[str, Any], key: str | None) -> str | None:
-    return None if key is None else _scalar_text(record, key, "bad_field")
+    return None if key is None else _scalar_text(record, key)
 
 
 def _field_text(spec: FieldSpec, raw: Any) -> str:
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
         raise BadRecordError(
-            "bad_field", f"field {spec.name!r} must be text, not {type(raw).__name__}"
+            "bad_field",
+            f"field {spec.name!r} = {_shown(raw)} must be text (or a number), not "
+            f"{type(raw).__name__}: flatten it or leave it out",
         )
     if isinstance(raw, float) and not math.isfinite(raw):
-        raise BadRecordError("not_finite", f"field {spec.name!r} is {raw}")
+        raise BadRecordError(
+            "not_finite", f"field {spec.name!r} is {raw}: give a finite value or leave it out"
+        )
     text = str(raw)
     if len(text) > MAX_FIELD_CHARS:
         raise BadRecordError(
             "too_large",
-            f"field {spec.name!r} has {len(text)} characters, over the limit of {MAX_FIELD_CHARS}",
+            f"field {spec.name!r} has {len(text)} characters, over the limit of "
+            f"{MAX_FIELD_CHARS}: shorten it or leave it out",
         )
     return text
 
@@ -199,16 +215,22 @@ def _finite(spec: FieldSpec, key: str, raw: Any) -> float:
             raw = float(raw.strip())
         except ValueError as error:
             raise BadRecordError(
-                "bad_field", f"field {key!r} of {spec.name!r} is not a number: {raw[:40]!r}"
+                "bad_field",
+                f"field {key!r} of {spec.name!r} = {raw[:40]!r} is not a number: write it "
+                "as a decimal such as 12.5",
             ) from error
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         raise BadRecordError(
             "bad_field",
-            f"field {key!r} of {spec.name!r} must be a number, not {type(raw).__name__}",
+            f"field {key!r} of {spec.name!r} = {_shown(raw)} must be a number, not "
+            f"{type(raw).__name__}",
         )
     value = float(raw)
     if not math.isfinite(value):
-        raise BadRecordError("not_finite", f"field {key!r} of {spec.name!r} is {value}")
+        raise BadRecordError(
+            "not_finite",
+            f"field {key!r} of {spec.name!r} is {value}: give a finite number or leave it out",
+        )
     return value
 
 
@@ -228,16 +250,24 @@ def _geo(spec: FieldSpec, record: dict[str, Any]) -> GeoValue | None:
         return None
     if any(blank):
         raise BadRecordError(
-            "bad_location", f"{spec.name!r} has only one of {spec.lat!r} and {spec.lon!r}"
+            "bad_location",
+            f"{spec.name!r} has only one of {spec.lat!r} and {spec.lon!r}: give both or neither",
         )
     lat, lon = _finite(spec, spec.lat, raw_lat), _finite(spec, spec.lon, raw_lon)
     if not -90.0 <= lat <= 90.0:
-        raise BadRecordError("bad_location", f"{spec.lat!r} = {lat} is outside -90..90")
+        raise BadRecordError(
+            "bad_location",
+            f"{spec.lat!r} = {lat} is outside -90..90: a latitude in degrees (swapped with "
+            f"{spec.lon!r}?)",
+        )
     if not -180.0 <= lon <= 180.0:
-        raise BadRecordError("bad_location", f"{spec.lon!r} = {lon} is outside -180..180")
+        raise BadRecordError(
+            "bad_location", f"{spec.lon!r} = {lon} is outside -180..180: a longitude in degrees"
+        )
     return GeoValue(lat, lon)
 
 
-def values_of(items: Sequence[PreparedItem], index: int) -> list[FieldValue]:
-    """The present values of field ``index`` among ``items``."""
-    return [value for item in items if (value := item.values[index]) is not None]
+def _shown(value: Any) -> str:
+    """A bad value, cut short for a message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -8,7 +8,9 @@
   smallest values of the union, the share found in both; exact below s shingles).
 * category, identifier: 1 when the normalised values are equal, else 0.
 * geo: 1 at the same place, linearly down to 0 at the field's radius.
-* number: 1 - |a - b| / max(|a|, |b|) (0 for opposite signs): a relative difference.
+* number: 1 - r / τ for a relative difference r = |a - b| / max(|a|, |b|) below τ =
+  ``NUMBER_TOLERANCE``, else 0 (and for opposite signs): two unrelated prices rarely differ by
+  less than half, and min/max alone would give them 0.5.
 
 The combined score is the weighted mean over the fields both items have (a field missing or
 empty in either is left out, neither a match nor a mismatch); tokens are never pooled across
@@ -36,11 +38,13 @@ from .values import (
 )
 
 __all__ = [
+    "NUMBER_TOLERANCE",
     "WORD_SHARE",
     "ItemMatch",
     "combine",
     "field_similarity",
     "jaccard_sorted",
+    "number_ratio",
     "number_similarity",
     "sketch_resemblance",
     "text_similarity",
@@ -49,6 +53,8 @@ __all__ = [
 
 #: the words' share of a text's score (the n-grams have the rest)
 WORD_SHARE = 0.5
+#: numbers differing by this share of the larger one or more have similarity 0
+NUMBER_TOLERANCE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +87,18 @@ def sketch_resemblance(a: Sequence[int], b: Sequence[int], size: int) -> float:
 
 
 def number_similarity(a: float, b: float) -> float:
-    """1 - the relative difference; 0 for opposite signs, 1 for two zeros."""
+    """1 - r / τ for a relative difference r below τ, else 0; 0 for opposite signs."""
     if a == b:
         return 1.0
     if a * b <= 0.0:
         return 0.0
-    return min(abs(a), abs(b)) / max(abs(a), abs(b))
+    relative = 1.0 - min(abs(a), abs(b)) / max(abs(a), abs(b))
+    return max(0.0, 1.0 - relative / NUMBER_TOLERANCE)
+
+
+def number_ratio(score: float) -> float:
+    """The least ratio min/max of two numbers of the same sign scoring ``score`` or more."""
+    return 1.0 - NUMBER_TOLERANCE * (1.0 - score)
 
 
 def text_similarity(a: TextValue, b: TextValue) -> float:

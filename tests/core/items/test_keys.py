@@ -8,10 +8,11 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from neardup.core.items.keys import plan_keys, prefix_length, uncovered, word_keys
-from neardup.core.items.plan import level_sets
+from neardup.core.items.keys import number_keys, plan_keys, prefix_length, uncovered, word_keys
+from neardup.core.items.plan import FLOOR_GRID, level_sets
 from neardup.core.items.prepare import ItemPreparer, verify
 from neardup.core.items.schema import ItemSchema
+from neardup.core.items.similarity import number_similarity
 
 FIELDS = """\
 [fields.name]
@@ -167,12 +168,13 @@ def test_plans_cover_every_passing_set(threshold: float, weights: dict[str, floa
 def test_a_pair_with_too_little_weight_in_common_needs_no_key() -> None:
     schema = schema_of(0.7, dict.fromkeys(("name", "address", "city", "location"), 1.0)
                        | {"phone": 1.0, "about": 1.0, "price": 1.0})  # fmt: skip
-    floors = plan_keys(schema).floors
+    floors = [FLOOR_GRID.get(spec.type, (0.0,)) for spec in schema.fields]
     sets = level_sets(schema, floors)
     assert sets is not None
     fields = [i for i, own in enumerate(floors) for _ in own]  # the field of each bit
-    # half the weight (3.5 of 7) must be shared: no level set reaches one or two light fields
-    assert all(len({fields[b] for b in range(len(fields)) if mask >> b & 1}) >= 2 for mask in sets)
+    # half the weight (3.5 of 7) must be shared, four fields of which one at most may fail
+    # entirely (slack 1.2): every minimal set reaches floors of three fields
+    assert all(len({fields[b] for b in range(len(fields)) if mask >> b & 1}) >= 3 for mask in sets)
 
 
 @pytest.mark.parametrize(
@@ -196,3 +198,22 @@ def test_word_prefixes_and_pairs_meet_for_every_pair_of_sets_at_the_floor(floor:
             b_single, b_pairs = word_keys(b, floor, 1), word_keys(b, floor, 2)
             assert set(a_single[1]) & set(b_single[0]), (a, b)
             assert set(a_pairs[1]) & set(b_pairs[0]), (a, b)
+
+
+@given(
+    a=st.one_of(st.floats(-1e9, 1e9), st.sampled_from([0.0, 1.0, -1.0, 9.99, 10.0])),
+    change=st.floats(0.0, 0.3),
+    floor=st.sampled_from([0.0, 0.3, 0.5, 0.7, 0.9, 1.0]),
+)
+def test_numbers_scoring_the_floor_share_a_bucket(a: float, change: float, floor: float) -> None:
+    b = a * (1.0 - change)
+    if number_similarity(a, b) < max(floor, 1e-12):  # floor 0 keys any score above 0
+        return
+    assert set(number_keys(a, floor)[1]) & set(number_keys(b, floor)[0])
+    assert set(number_keys(b, floor)[1]) & set(number_keys(a, floor)[0])
+
+
+def test_numbers_a_quarter_apart_or_more_score_0() -> None:
+    assert number_similarity(100.0, 75.0) == 0.0 == number_similarity(5.0, -5.0)
+    assert number_similarity(100.0, 90.0) == pytest.approx(0.6)
+    assert number_similarity(0.0, 0.0) == 1.0
