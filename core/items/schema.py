@@ -110,9 +110,9 @@ class ItemSchema:
     #: a pair is scored only when the fields both items have weigh at least this much (a city
     #: alone in common is no match); None: half the total weight
     min_weight: float | None = None
-    #: reserved for linking across sources: the field naming an item's source
+    #: the field naming an item's source (a site, a catalogue)
     source_field: str | None = None
-    #: reserved: "across" links only items of different sources, "any" links any two
+    #: "across" links only items of different sources, "any" links any two
     link: LinkMode = "any"
     #: Snowball stemmer language (PyStemmer)
     language: str = "english"
