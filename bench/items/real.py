@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from neardup.core.items.prepare import ItemPreparer
 from neardup.core.items.schema import ItemSchema
 from neardup.state import State
 from neardup.state.items import check_or_store_schema, item_doc_id
@@ -42,7 +41,7 @@ def measure(schema_text: str, corpus: list[tuple[dict[str, Any], str]]) -> dict[
         with State.open(Path(scratch) / "state") as state:
             check_or_store_schema(state.store, schema)
             started = time.perf_counter()
-            summary = run(state, [str(inputs)], items=ItemPreparer(schema))
+            summary = run(state, [str(inputs)], items=schema, prepare="process")
             seconds = time.perf_counter() - started
             view = state.view()
             label = {}

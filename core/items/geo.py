@@ -25,6 +25,7 @@ import pygeohash
 __all__ = [
     "EARTH_RADIUS_M",
     "MAX_COLUMNS",
+    "METRES_PER_DEGREE",
     "GeoGrid",
     "centroid",
     "geo_similarity",
@@ -36,7 +37,8 @@ __all__ = [
 EARTH_RADIUS_M = 6_371_008.8
 #: most cell columns a location looks up before the polar cap takes over
 MAX_COLUMNS = 8
-_METRES_PER_DEGREE = math.pi * EARTH_RADIUS_M / 180.0
+#: the length of a degree of latitude (and of longitude at the equator), metres
+METRES_PER_DEGREE = math.pi * EARTH_RADIUS_M / 180.0
 # keeps float rounding at a cell's edge from leaving a neighbour out (degrees, ~1 mm)
 _SLACK_DEG = 1e-8
 
@@ -67,7 +69,7 @@ def precision_for(radius_m: float) -> int:
     the equator); 1 for radii beyond a precision-1 cell."""
     for precision in range(12, 0, -1):
         height, width = _cell_degrees(precision)
-        if min(height, width) * _METRES_PER_DEGREE >= radius_m:
+        if min(height, width) * METRES_PER_DEGREE >= radius_m:
             return precision
     return 1
 

@@ -27,7 +27,7 @@ from .normalise import (
     token_hash,
 )
 from .schema import FieldSpec, ItemSchema
-from .similarity import ItemMatch, combine
+from .similarity import ItemMatch, combine, match_or_none
 from .synonyms import listings_table
 from .values import (
     CategoryValue,
@@ -46,6 +46,7 @@ __all__ = [
     "ItemPreparer",
     "PreparedItem",
     "verify",
+    "verify_match",
 ]
 
 #: a field longer than this (characters) sends the record to the dead letters as too_large
@@ -162,6 +163,20 @@ def verify(a: PreparedItem, b: PreparedItem, schema: ItemSchema) -> ItemMatch:
     """The combined score of two items, each compared field's score, and the verdict."""
     return combine(
         schema.fields, a.values, b.values, schema.threshold, SKETCH_SIZE, schema.least_weight
+    )
+
+
+def verify_match(a: PreparedItem, b: PreparedItem, schema: ItemSchema) -> ItemMatch | None:
+    """``verify`` for a pair that matters only if it matches: None when it does not (most
+    pairs end before all their fields are scored)."""
+    return match_or_none(
+        schema.fields,
+        schema.scoring_order,
+        a.values,
+        b.values,
+        schema.threshold,
+        SKETCH_SIZE,
+        schema.least_weight,
     )
 
 

@@ -53,6 +53,17 @@ DEFAULT_THRESHOLD = 0.7
 DEFAULT_RADIUS_M = 200.0
 #: The key plan enumerates subsets of fields: more than this would take too long.
 MAX_FIELDS = 14
+#: what scoring a pair's values costs, roughly, by type (a text's word and n-gram sets, a
+#: longtext's samples cost most): the verifier scores the fields with most weight per cost
+#: first
+_SCORING_COST: dict[str, float] = {
+    "category": 1.0,
+    "identifier": 1.0,
+    "number": 1.0,
+    "geo": 2.0,
+    "text": 4.0,
+    "longtext": 8.0,
+}
 
 _TOP_KEYS = {
     "id",
@@ -119,6 +130,9 @@ class ItemSchema:
     #: extra synonym table, as text (the caller reads the file the TOML names)
     synonyms: str = ""
     _by_name: dict[str, FieldSpec] = field(init=False, repr=False, compare=False)
+    #: the fields' indexes, most weight for their cost first: the order in which a pair's
+    #: verification scores them, so that a pair that cannot match ends soonest
+    scoring_order: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check(bool(self.fields), "the schema has no [fields.NAME] table: add at least one field")
@@ -155,6 +169,16 @@ class ItemSchema:
         for spec in self.fields:
             _check_field(spec)
         object.__setattr__(self, "_by_name", {spec.name: spec for spec in self.fields})
+        object.__setattr__(
+            self,
+            "scoring_order",
+            tuple(
+                sorted(
+                    range(len(self.fields)),
+                    key=lambda at: -self.fields[at].weight / _SCORING_COST[self.fields[at].type],
+                )
+            ),
+        )
 
     @property
     def total_weight(self) -> float:

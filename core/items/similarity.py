@@ -22,16 +22,16 @@ plan's guarantee rests on (``keys.py``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
-from .geo import geo_similarity, haversine_m
+from .geo import METRES_PER_DEGREE, geo_similarity, haversine_m
 from .schema import FieldSpec
 from .values import (
     CategoryValue,
     FieldValue,
     GeoValue,
-    IdentifierValue,
     LongTextValue,
     NumberValue,
     TextValue,
@@ -44,6 +44,7 @@ __all__ = [
     "combine",
     "field_similarity",
     "jaccard_sorted",
+    "match_or_none",
     "number_ratio",
     "number_similarity",
     "sketch_resemblance",
@@ -114,22 +115,46 @@ def word_floor(score: float) -> float:
     return (score - (1.0 - WORD_SHARE)) / WORD_SHARE
 
 
+def _text(spec: FieldSpec, a: TextValue, b: TextValue, sketch_size: int) -> float:
+    return text_similarity(a, b)
+
+
+def _equal(spec: FieldSpec, a: CategoryValue, b: CategoryValue, sketch_size: int) -> float:
+    return 1.0 if a.value == b.value else 0.0
+
+
+def _geo(spec: FieldSpec, a: GeoValue, b: GeoValue, sketch_size: int) -> float:
+    radius = spec.radius if spec.radius is not None else 1.0
+    # a great circle is never shorter than its north-south part: most pairs end here
+    if abs(a.lat - b.lat) * METRES_PER_DEGREE >= radius:
+        return 0.0
+    return geo_similarity(haversine_m(a.lat, a.lon, b.lat, b.lon), radius)
+
+
+def _longtext(spec: FieldSpec, a: LongTextValue, b: LongTextValue, sketch_size: int) -> float:
+    return sketch_resemblance(a.sketch, b.sketch, sketch_size)
+
+
+def _number(spec: FieldSpec, a: NumberValue, b: NumberValue, sketch_size: int) -> float:
+    return number_similarity(a.value, b.value)
+
+
+_Scorer = Callable[[FieldSpec, FieldValue, FieldValue, int], float]
+#: each type's similarity; an item's values have the types its schema gives (items are
+#: prepared, and stored, under one schema), so the field's type alone picks the measure
+_SCORERS: dict[str, _Scorer] = {
+    "text": cast(_Scorer, _text),
+    "category": cast(_Scorer, _equal),
+    "identifier": cast(_Scorer, _equal),
+    "geo": cast(_Scorer, _geo),
+    "longtext": cast(_Scorer, _longtext),
+    "number": cast(_Scorer, _number),
+}
+
+
 def field_similarity(spec: FieldSpec, a: FieldValue, b: FieldValue, sketch_size: int) -> float:
-    """The similarity of two values of one field."""
-    if isinstance(a, TextValue) and isinstance(b, TextValue):
-        return text_similarity(a, b)
-    if isinstance(a, (CategoryValue, IdentifierValue)) and isinstance(
-        b, (CategoryValue, IdentifierValue)
-    ):
-        return 1.0 if a.value == b.value else 0.0
-    if isinstance(a, GeoValue) and isinstance(b, GeoValue):
-        radius = spec.radius if spec.radius is not None else 1.0
-        return geo_similarity(haversine_m(a.lat, a.lon, b.lat, b.lon), radius)
-    if isinstance(a, LongTextValue) and isinstance(b, LongTextValue):
-        return sketch_resemblance(a.sketch, b.sketch, sketch_size)
-    if isinstance(a, NumberValue) and isinstance(b, NumberValue):
-        return number_similarity(a.value, b.value)
-    raise TypeError(f"field {spec.name!r}: values of different types {type(a)}, {type(b)}")
+    """The similarity of two values of one field (of the type its schema gives)."""
+    return _SCORERS[spec.type](spec, a, b, sketch_size)
 
 
 def combine(
@@ -155,3 +180,41 @@ def combine(
     # the epsilon keeps a sum of floats (3 * 0.7 + ...) from falling just short of a threshold
     enough = weight > 0 and weight >= least_weight - 1e-9
     return ItemMatch(combined, scores, enough and combined >= threshold - 1e-9)
+
+
+#: how far below the threshold a bound must fall to end a pair early: far above the error
+#: of a sum of a few weighted floats, so that an early end never differs from ``combine``
+_EARLY_MARGIN = 1e-6
+
+
+def match_or_none(
+    fields: Sequence[FieldSpec],
+    order: Sequence[int],
+    a: Sequence[FieldValue | None],
+    b: Sequence[FieldValue | None],
+    threshold: float,
+    sketch_size: int,
+    least_weight: float = 0.0,
+) -> ItemMatch | None:
+    """``combine`` when the pair matches, else None; most candidates do not, and the fields
+    are scored in ``order`` (most weight for their cost first), so that a pair stops once the fields
+    left, all scoring 1, could no longer lift it to the threshold."""
+    weight = 0.0
+    for spec, left, right in zip(fields, a, b, strict=True):
+        if left is not None and right is not None:
+            weight += spec.weight
+    if weight <= 0 or weight < least_weight - 1e-9:
+        return None
+    needed = threshold * weight - _EARLY_MARGIN
+    left_over, total = weight, 0.0
+    for index in order:
+        left, right = a[index], b[index]
+        if left is None or right is None:
+            continue
+        spec = fields[index]
+        total += spec.weight * _SCORERS[spec.type](spec, left, right, sketch_size)
+        left_over -= spec.weight
+        if total + left_over < needed:
+            return None
+    match = combine(fields, a, b, threshold, sketch_size, least_weight)
+    return match if match.matched else None

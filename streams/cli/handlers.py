@@ -23,7 +23,6 @@ from neardup.core import (
     page_from_json,
     record_from_json,
 )
-from neardup.core.items.prepare import ItemPreparer
 from neardup.core.items.schema import ItemSchema, synonyms_path
 from neardup.core.markup import check_markup
 from neardup.state import State
@@ -155,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             prepare=args.prepare,
             listeners=() if metrics is None else (metrics,),
             signals=signals,
-            items=None if schema is None else ItemPreparer(schema),
+            items=schema,
         )
         if not args.quiet:
             print(summary.describe(), file=sys.stderr)

@@ -1,10 +1,11 @@
 """Item mode's detector: structured records matched field by field (``neardup.core.items``).
 
-Each item, in order: its probes are looked up in the index of item keys (and among the
-batch's earlier items), every candidate is verified by the combined score of its fields,
-and a match at the threshold or above joins the item to its cluster, as a near-duplicate
-page joins one (the oldest cluster keeps its id; a bridging item merges clusters). Then the
-item's keys are posted. An item whose id is known is a repeat, and is left as it was.
+Each item, in order: its probes meet the keys posted by stored items (looked up for the
+whole batch at once) and by the batch's earlier items, every candidate is verified by the
+combined score of its fields, and a match at the threshold or above joins the item to its
+cluster, as a near-duplicate page joins one (the oldest cluster keeps its id; a bridging
+item merges clusters). The batch's keys are posted at its end. An item that arrives again
+unchanged is a repeat, and is left as it was.
 
 The keys a record posts guarantee that every pair able to reach the threshold shares one
 (``core.items.keys``), under the index's cap: a key carried by ``posting_cap`` items becomes
@@ -22,7 +23,7 @@ from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
-from neardup.core.items.prepare import PreparedItem, verify
+from neardup.core.items.prepare import PreparedItem, verify, verify_match
 from neardup.core.items.schema import ItemSchema
 from neardup.core.items.similarity import ItemMatch
 from neardup.core.prepared_items import is_tombstone
@@ -49,9 +50,10 @@ U32 = npt.NDArray[np.uint32]
 
 
 def item_keys(keys: Sequence[int]) -> U32:
-    """An item's 64-bit keys as the index's 32-bit ones (their high bits): a collision only
-    proposes a candidate that verification then turns away."""
-    return np.unique(np.asarray(keys, dtype=np.uint64) >> np.uint64(32)).astype(np.uint32)
+    """An item's 64-bit keys as the index's 32-bit ones (their high bits), distinct and
+    sorted: a collision only proposes a candidate that verification then turns away."""
+    # a few dozen keys: a set costs a tenth of numpy's unique
+    return np.array(sorted({key >> 32 for key in keys}), dtype=np.uint32)
 
 
 class ItemDetector:
@@ -65,9 +67,10 @@ class ItemDetector:
         """The batch in a view, uncommitted (the caller commits it), and what it did."""
         view = self.state.view()
         started = time.perf_counter()
-        batch = _Batch(view, self.schema)
-        for item in items:
-            batch.add(item)
+        batch = _Batch(view, self.schema, items)
+        for at, item in enumerate(items):
+            batch.add(at, item)
+        batch.post()
         result = batch.result(time.perf_counter() - started)
         view.counters.add_many(result.counter_increments())
         view.counters.add_many(batch.gauges)
@@ -84,7 +87,7 @@ class ItemDetector:
 class _Batch:
     """One batch's items, in order, with what they found and what they changed."""
 
-    def __init__(self, view: StateView, schema: ItemSchema) -> None:
+    def __init__(self, view: StateView, schema: ItemSchema, items: Sequence[PreparedItem]) -> None:
         self.view = view
         self.schema = schema
         self.events: list[Event] = []
@@ -92,11 +95,41 @@ class _Batch:
         self.documents = self.repeats = self.candidates = self.pairs = self.stopped = 0
         self.updated = self.removed = 0
         self._last = 0
+        # what the stored items' keys propose, for the whole batch in one lookup
+        live = [at for at, item in enumerate(items) if not is_tombstone(item)]
+        self._probes = {at: item_keys(items[at].probes) for at in live}
+        met = view.item_keys.meet(list(self._probes.values()))
+        self._met = {at: met.met(row) for row, at in enumerate(live)}
+        self._stopped = {at: int(met.stopped[row]) for row, at in enumerate(live)}
+        # the items the batch reads, as the batch leaves them (None: removed)
+        known = sorted({item_doc_id(item.id) for item in items}.union(*self._met.values()))
+        self._items = dict(zip(known, view.items.get_many(known), strict=True))
+        # the keys the batch's items posted so far, with their posters
+        self._posted: dict[int, list[int]] = {}
+        self._posts: list[tuple[U32, int]] = []
 
-    def add(self, item: PreparedItem) -> None:
+    def post(self) -> None:
+        """The batch's keys into the index, in one write."""
+        self.view.item_keys.post_new(
+            [keys for keys, _ in self._posts],
+            [doc_id for _, doc_id in self._posts],
+            [0] * len(self._posts),
+        )
+
+    def _candidates(self, at: int, item: PreparedItem, doc_id: int) -> list[int]:
+        """What the item's probes meet: stored items, and the batch's earlier items."""
+        met = set(self._met[at])
+        self.stopped += self._stopped[at]
+        posted = self._posted
+        for key in self._probes[at].tolist():
+            met.update(posted.get(key, ()))
+        met.discard(doc_id)
+        return sorted(met)
+
+    def add(self, at: int, item: PreparedItem) -> None:
         view = self.view
         doc_id = item_doc_id(item.id)
-        old = view.items.get(doc_id)
+        old = self._items[doc_id]
         if is_tombstone(item):
             if old is None:
                 self.repeats += 1  # nothing to remove: a deletion delivered twice
@@ -119,16 +152,19 @@ class _Batch:
             touched.update(view.item_edges.remove_all(doc_id))
             touched.update(view.clusters.members_of(view.clusters.find(doc_id))[0])
             self.updated += 1
-        probes = item_keys(item.probes)
-        met = view.item_keys.meet([probes])
-        self.stopped += int(met.stopped[0])
-        candidates = sorted(met.met(0) - {doc_id})
+        candidates = self._candidates(at, item, doc_id)
         self.candidates += len(candidates)
         matches = self._verified(item, candidates)
         for other, _, match in matches:
             view.item_edges.add(doc_id, other, match.score)
         view.items.put(doc_id, item)
-        view.item_keys.post_new([item_keys(item.keys)], [doc_id], [0])
+        self._items[doc_id] = item
+        keys = item_keys(item.keys)
+        self._posts.append((keys, doc_id))
+        for key in keys.tolist():
+            self._posted.setdefault(key, []).append(doc_id)
+        if old is None and not matches:
+            return  # a new item alone: a cluster of its own, nothing to tell
         touched.update(other for other, _, _ in matches)
         self._report(doc_id, item, matches, self._regroup(touched), updated=old is not None)
 
@@ -139,6 +175,7 @@ class _Batch:
         members = view.clusters.members_of(root)[0]
         view.item_edges.remove_all(doc_id)
         view.items.delete(doc_id)
+        self._items[doc_id] = None
         self.removed += 1
         self.events.append(ItemRemoved(DocRef(doc_id, old.id, ""), root))
         self._regroup(set(members), gone=doc_id)
@@ -149,12 +186,13 @@ class _Batch:
         """The candidates whose combined score reaches the threshold, best first (an item
         no longer stored, removed or replaced by a tombstone, is left out)."""
         found = []
-        for candidate, other in zip(candidates, self.view.items.get_many(candidates), strict=True):
+        for candidate in candidates:
+            other = self._items[candidate]
             if other is None or not self._may_link(item, other):
                 continue
             self.pairs += 1
-            match = verify(item, other, self.schema)
-            if match.matched:
+            match = verify_match(item, other, self.schema)
+            if match is not None:
                 found.append((candidate, other, match))
         found.sort(key=lambda found: (-found[2].score, found[0]))
         return found

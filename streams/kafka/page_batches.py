@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import cache
 
 from neardup.core import (
     BadRecordError,
@@ -13,12 +12,11 @@ from neardup.core import (
     page_from_json,
     record_from_json,
 )
-from neardup.core.items.prepare import ItemPreparer, PreparedItem
-from neardup.core.items.schema import ItemSchema
+from neardup.core.items.prepare import PreparedItem
 from neardup.core.prepared_codec import encode_document, frame
 from neardup.core.prepared_items import encode_items, item_or_tombstone, item_overhead
 
-from ..running.prepare_work import DEFAULT_BATCH_BYTES, preparer_for
+from ..running.prepare_work import DEFAULT_BATCH_BYTES, item_preparer_for, preparer_for
 
 __all__ = ["MESSAGE_BYTES", "Refusal", "prepare_item_messages", "prepare_messages"]
 
@@ -91,12 +89,6 @@ def _prepared(preparer: Preparer, pages: list[Page], batch_bytes: int) -> Iterat
         held += len(page.content)
     if part:
         yield from preparer.prepare(part)
-
-
-@cache
-def item_preparer_for(schema_json: str) -> ItemPreparer:
-    """One preparer per schema, kept: its normaliser and key plan are made once."""
-    return ItemPreparer(ItemSchema.from_json(schema_json))
 
 
 def prepare_item_messages(

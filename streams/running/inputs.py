@@ -22,7 +22,16 @@ from neardup.core import (
     page_from_mapping,
 )
 
-__all__ = ["DeadLetter", "check_inputs", "is_warc", "iter_lines", "iter_records", "open_source"]
+__all__ = [
+    "DeadLetter",
+    "NumberedLine",
+    "check_inputs",
+    "is_warc",
+    "iter_lines",
+    "iter_numbered_lines",
+    "iter_records",
+    "open_source",
+]
 
 T = TypeVar("T")
 
@@ -99,6 +108,36 @@ def iter_lines(
 ) -> Iterator[T | DeadLetter]:
     """What ``parse`` makes of each line of a JSON Lines file (or ``-``, stdin), and a dead
     letter for each line it refuses (a ``BadRecordError``) or that is too long."""
+    for entry in iter_numbered_lines(name, max_bytes):
+        if isinstance(entry, DeadLetter):
+            yield entry
+            continue
+        try:
+            yield parse(entry.raw, max_bytes)
+        except BadRecordError as error:
+            yield entry.refused(error.reason, str(error))
+
+
+@dataclass(frozen=True, slots=True)
+class NumberedLine:
+    """A line of a JSON Lines input, not yet parsed, with where it came from."""
+
+    source: str
+    number: int
+    raw: bytes
+
+    def refused(self, reason: str, message: str) -> DeadLetter:
+        """The dead letter of this line, refused for ``reason``."""
+        return DeadLetter(
+            self.source, f"line {self.number}", reason, message, _excerpt(self.raw), self.raw
+        )
+
+
+def iter_numbered_lines(
+    name: str, max_bytes: int = DEFAULT_MAX_RECORD_BYTES
+) -> Iterator[NumberedLine | DeadLetter]:
+    """The non-blank lines of a JSON Lines file (or ``-``, stdin), unparsed, and a dead letter
+    for each line that is too long."""
     stream = open_source(name)
     try:
         for number, line in enumerate(_lines(stream, max_bytes), start=1):
@@ -107,12 +146,7 @@ def iter_lines(
                 continue
             if (not line or line[0] in _BLANK) and not line.strip():
                 continue
-            try:
-                yield parse(line, max_bytes)
-            except BadRecordError as error:
-                yield DeadLetter(
-                    name, f"line {number}", error.reason, str(error), _excerpt(line), line
-                )
+            yield NumberedLine(name, number, line)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()

@@ -6,8 +6,16 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from neardup.core.exceptions import BadRecordError
-from neardup.core.items.prepare import MAX_FIELD_CHARS, ItemPreparer, PreparedItem, verify
+from neardup.core.items.prepare import (
+    MAX_FIELD_CHARS,
+    ItemPreparer,
+    PreparedItem,
+    verify,
+    verify_match,
+)
 from neardup.core.items.schema import ItemSchema
 from neardup.core.items.values import LongTextValue, NumberValue, TextValue
 
@@ -174,3 +182,28 @@ def test_text_values_keep_display_words_and_token_sets(preparer: ItemPreparer) -
     about = item.value(preparer.schema, "about")
     assert isinstance(about, LongTextValue) and 0 < len(about.sketch) <= 64
     assert list(about.sketch) == sorted(about.sketch)
+
+
+_WORDS = ["saint", "st", "fin", "barre", "finbarr", "cathedral", "cork", "bishop", "street"]
+_RECORDS = st.fixed_dictionaries(
+    {"id": st.just("x")},
+    optional={
+        "name": st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(" ".join),
+        "address": st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map(" ".join),
+        "city": st.sampled_from(["Cork", "Dublin"]),
+        "phone": st.sampled_from(["+353 21 496 3387", "021 496 3387", "+353 1 000 0000"]),
+        "price": st.floats(1.0, 12.0),
+        "about": st.lists(st.sampled_from(_WORDS), min_size=3, max_size=12).map(" ".join),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_RECORDS, _RECORDS, st.floats(-0.002, 0.002))
+def test_a_pair_ended_early_gets_the_verdict_of_a_full_verification(
+    preparer: ItemPreparer, left: dict[str, Any], right: dict[str, Any], moved: float
+) -> None:
+    a = preparer.prepare({**left, "lat": 51.8944, "lon": -8.48064})
+    b = preparer.prepare({**right, "lat": 51.8944 + moved, "lon": -8.48064})
+    full = verify(a, b, preparer.schema)
+    assert verify_match(a, b, preparer.schema) == (full if full.matched else None)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from neardup.core import IncompatibleStateError
-from neardup.core.items.prepare import ItemPreparer
 from neardup.core.items.schema import ItemSchema
 from neardup.state import State
 from neardup.state.items import check_or_store_schema
@@ -37,7 +36,7 @@ def _run(state: State, inputs: list[str], **options: object) -> object:
 
     schema = check_or_store_schema(state.store, ItemSchema.from_toml(SCHEMA.read_text()))
     assert schema is not None
-    return run(state, inputs, items=ItemPreparer(schema), **options)  # type: ignore[arg-type]
+    return run(state, inputs, items=schema, **options)  # type: ignore[arg-type]
 
 
 def _entities(count: int = 600, seed: int = 3) -> set[frozenset[str]]:
@@ -130,12 +129,12 @@ def test_link_across_sources_joins_only_items_of_different_sources(tmp_path: Pat
 
     with State.open(tmp_path / "s") as state:
         check_or_store_schema(state.store, schema)
-        run(state, [str(inputs)], items=ItemPreparer(schema))
+        run(state, [str(inputs)], items=schema)
         assert partition(state) == {frozenset({"a1", "a2", "y1"})}
     separate = _write(tmp_path / "two.jsonl", records[:2])
     with State.open(tmp_path / "t") as state:
         check_or_store_schema(state.store, schema)
-        run(state, [str(separate)], items=ItemPreparer(schema))
+        run(state, [str(separate)], items=schema)
         assert partition(state) == set()
 
 

@@ -10,7 +10,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-from neardup.core.items.prepare import ItemPreparer
 from neardup.core.items.schema import ItemSchema
 from neardup.state import State
 from neardup.state.items import check_or_store_schema
@@ -44,7 +43,7 @@ def _run(
     events = io.StringIO()
     with State.open(tmp_path / name) as state:
         check_or_store_schema(state.store, SCHEMA)
-        run(state, [str(inputs)], events=events, items=ItemPreparer(SCHEMA), batch_size=5)
+        run(state, [str(inputs)], events=events, items=SCHEMA, batch_size=5)
         return partition(state), [json.loads(line) for line in events.getvalue().splitlines()]
 
 

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from neardup.core.items.prepare import ItemPreparer
 from neardup.core.items.schema import ItemSchema
 from neardup.state import State
 from neardup.state.items import check_or_store_schema
@@ -36,7 +35,7 @@ def test_a_worker_with_a_schema_finds_the_embedded_run_s_item_clusters(
     schema = ItemSchema.from_toml(SCHEMA.read_text())
     with State.open(None) as state:
         check_or_store_schema(state.store, schema)
-        run(state, [str(inputs)], items=ItemPreparer(schema))
+        run(state, [str(inputs)], items=schema)
         expected = partition(state)
     assert expected
     deployment = Deployment(broker, tmp_path)
@@ -101,7 +100,7 @@ def test_splits_updates_and_tombstones_on_kafka_give_the_embedded_clusters(
     schema = ItemSchema.from_toml(schema_text)
     with State.open(None) as state:
         check_or_store_schema(state.store, schema)
-        run(state, [str(inputs)], items=ItemPreparer(schema), batch_size=4)
+        run(state, [str(inputs)], items=schema, batch_size=4)
         expected = partition(state)
     assert frozenset({"c2", "c3", "c4"}) in expected
     deployment = Deployment(broker, tmp_path)
