@@ -1,0 +1,27 @@
+"""Item mode against the ground truth of generated listings (``bench/items/listings.py``).
+
+The whole path a user runs (``neardup run --schema``: RocksDB, records prepared in a child
+process) on 4,000 listings of each flavour, fixed seeds. Scores are pairwise precision, recall
+and F1 of "same cluster" against the entity each listing was drawn from. The bounds are the
+items issue's: F1 at least 0.95 with coordinates and 0.88 without, and no cluster over 20.
+The figures at 20,000 listings, and on the Febrl corpora (``pip install '.[bench]'``):
+docs/accuracy.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.items.evaluate import load_corpus
+from bench.items.real import measure
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("corpus", "least_f1"), [("listings", 0.95), ("listings-plain", 0.88)])
+def test_pairwise_f1_of_item_clusters(corpus: str, least_f1: float) -> None:
+    schema, records = load_corpus(corpus, 4000, 5)
+    found = measure(schema, records)
+    assert found["dead_letters"] == 0
+    assert found["f1"] >= least_f1, found
+    assert found["precision"] >= 0.97, found
+    assert found["largest_cluster"] <= 20, found
