@@ -109,6 +109,11 @@ class Settings:
     posting_cap: int = 1000
     #: Seed of every hash; see ``DEFAULT_SEED``.
     seed: int = DEFAULT_SEED
+    #: Cut loose clusters: keep every verified match as an edge, and cut a cluster that a
+    #: merge made larger than 20 pages, or that one page holds together, into communities
+    #: (Leiden, as item mode does: docs/items.md). Off, clusters only join (union-find).
+    #: Fixed when the state is made: a state without the edges cannot be cut.
+    split_clusters: bool = False
     #: m, the super-shingles two documents must share to become candidates. Pairs far below
     #: the threshold share one band by chance far more often than two, and their number per
     #: document grows with the corpus; with m = 2 the bands are chosen so that a pair at the
@@ -166,6 +171,10 @@ class Settings:
             isinstance(self.short_limit, int) and 1 <= self.short_limit <= self.sample_size,
             f"short_limit={self.short_limit!r} is out of range: use an integer from 1 to "
             f"sample_size ({self.sample_size}) so that short documents are compared exactly",
+        )
+        _require(
+            isinstance(self.split_clusters, bool),
+            f"split_clusters={self.split_clusters!r} is not a boolean: use true or false",
         )
         _require(
             isinstance(self.posting_cap, int) and self.posting_cap >= 2,

@@ -9,7 +9,6 @@ the pages (``clusters.py``), with the item id in the place of a page's URL, so t
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 
 import xxhash
@@ -22,7 +21,6 @@ from .store import Store
 from .transaction import Transaction
 
 __all__ = [
-    "ItemEdges",
     "ItemRecords",
     "check_or_store_schema",
     "item_doc_id",
@@ -85,48 +83,3 @@ def check_or_store_schema(store: Store, schema: ItemSchema | None) -> ItemSchema
             + "): leave out --schema to use the stored one, or use a new state directory"
         )
     return stored
-
-
-_EDGE = struct.Struct(">QQ")
-_SCORE = struct.Struct(">f")
-
-
-class ItemEdges:
-    """The verified matches between items, with their combined scores: the graph whose
-    connected parts are split into clusters (``streams.detection.items``). Each edge is
-    kept under both of its items, so that an item's neighbours are one ordered read; the
-    edges a view adds or removes are seen by its later reads."""
-
-    def __init__(self, tx: Transaction) -> None:
-        self._tx = tx
-        self._pending: dict[int, dict[int, float | None]] = {}
-
-    def add(self, first: int, second: int, score: float) -> None:
-        value = _SCORE.pack(score)
-        for a, b in ((first, second), (second, first)):
-            self._tx.put("itemedges", _EDGE.pack(a, b), value)
-            self._pending.setdefault(a, {})[b] = score
-
-    def remove_all(self, doc_id: int) -> list[int]:
-        """Remove every edge of ``doc_id``; its neighbours before."""
-        neighbours = list(self.neighbours(doc_id))
-        for other in neighbours:
-            for a, b in ((doc_id, other), (other, doc_id)):
-                self._tx.delete("itemedges", _EDGE.pack(a, b))
-                self._pending.setdefault(a, {})[b] = None
-        return neighbours
-
-    def neighbours(self, doc_id: int) -> dict[int, float]:
-        """The items ``doc_id`` matches, with the scores."""
-        found: dict[int, float] = {}
-        start = encode_id(doc_id)
-        for key, raw in self._tx.store.scan("itemedges", start):
-            if not key.startswith(start):
-                break
-            found[_EDGE.unpack(key)[1]] = _SCORE.unpack(raw)[0]
-        for other, score in self._pending.get(doc_id, {}).items():
-            if score is None:
-                found.pop(other, None)
-            else:
-                found[other] = score
-        return found

@@ -13,7 +13,8 @@ from .clusters import Clusters
 from .codec import CONTAINMENT_ENTRY, SHORT_ENTRY, SUPER_ENTRY
 from .committed import CACHE_ENTRIES, CommittedCache
 from .documents import Documents, FingerprintTable, Seen, UrlHistory
-from .items import ItemEdges, ItemRecords
+from .edges import MatchEdges
+from .items import ItemRecords
 from .key_filter import KeyFilter
 from .memory import MemoryStore
 from .meta import Counters, LogOffsets, check_or_store_settings
@@ -42,6 +43,7 @@ class StateView:
         logged: LoggedPostings | None = None,
     ) -> None:
         self.tx = Transaction(store)
+        self.settings = settings
         self._cache = (cache or CommittedCache(0)).view()
         self.documents = Documents(self.tx, self._cache)
         self.fingerprints = FingerprintTable(self.tx)
@@ -70,7 +72,7 @@ class StateView:
         self.log_offsets = LogOffsets(self.tx)
         self.timeline = Timeline(self.tx)
         self.items = ItemRecords(self.tx)
-        self.item_edges = ItemEdges(self.tx)
+        self.edges = MatchEdges(self.tx)
         self.item_keys = PostingIndex(
             self.tx, "itemkeys", cap, SUPER_ENTRY, _of(key_filter, "itemkeys")
         )

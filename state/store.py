@@ -36,7 +36,7 @@ Table = Literal[
     "timeline",  # sample number -> the counters at a moment, and the clusters that grew
     "items",  # item doc id -> the item as prepared (item mode)
     "itemkeys",  # item key -> posting list of item doc ids (item mode's candidates)
-    "itemedges",  # item doc id + item doc id -> their combined score (both ways round)
+    "edges",  # doc id + doc id -> the score of their match (both ways round)
 ]
 TABLES: tuple[Table, ...] = get_args(Table)
 

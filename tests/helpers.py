@@ -137,3 +137,28 @@ def settled_tables(state: State) -> dict[str, list[tuple[bytes, bytes]]]:
             meta.append((key, value))
     tables["meta"] = meta
     return tables
+
+
+def _family(name: str, base: list[str], rng: np.random.Generator, size: int = 4) -> list[Page]:
+    pages = []
+    for member in range(size):
+        text = np.array(base)
+        edits = rng.random(len(text)) < 0.02
+        text[edits] = rng.choice(VOCABULARY, size=int(edits.sum()))
+        pages.append(Page(f"https://{name}.example/{member}", " ".join(text), at_second(member)))
+    return pages
+
+
+def at_second(second: int) -> str:
+    """A fetched_at on one day, ``second`` seconds into a minute."""
+    return f"2026-03-01T10:00:{second:02d}.000000Z"
+
+
+def hub_pages() -> tuple[list[Page], Page]:
+    """Three families of four near-copies of 240 random words, and a hub page made of a third
+    of each base text: it resembles each family's pages at about 0.19."""
+    rng = np.random.default_rng(5)
+    bases = {name: list(rng.choice(VOCABULARY, size=240)) for name in "abc"}
+    pages = [page for name, base in bases.items() for page in _family(name, base, rng)]
+    hub = " ".join(bases["a"][:80] + bases["b"][:80] + bases["c"][:80])
+    return pages, Page("https://hub.example/", hub, at_second(30))

@@ -20,7 +20,7 @@ from ..running.prepare_work import DEFAULT_BATCH_BYTES, PREPARE_MODES
 from ..running.progress import DEFAULT_STATS_EVERY
 from ..service import parse_address
 from . import handlers
-from .options import Option, to_float, to_fraction, to_int, with_flags
+from .options import Option, to_float, to_fraction, to_int, to_on_off, with_flags
 
 __all__ = ["COMMANDS", "SETTINGS_GROUP", "SETTING_OPTIONS", "Command"]
 
@@ -72,6 +72,12 @@ SETTING_OPTIONS = (
     ),
     _setting("short_limit", "N", "fewer shingles than this: a short document", to_int),
     _setting("posting_cap", "N", "documents per posting list before it is a stop key", to_int),
+    _setting(
+        "split_clusters",
+        "on|off",
+        "cut loose clusters into communities (keeps every match as an edge)",
+        to_on_off,
+    ),
     _setting(
         "containment_sample",
         "P",

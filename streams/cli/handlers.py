@@ -60,6 +60,7 @@ _SETTING_FIELDS = (
     "token_unit",
     "short_limit",
     "posting_cap",
+    "split_clusters",
     "containment_sample",
     "containment_cap",
     "containment_threshold",

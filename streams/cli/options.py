@@ -10,7 +10,15 @@ from typing import Any
 
 from neardup.core import NeardupError
 
-__all__ = ["Option", "resolve_environment", "to_float", "to_int", "with_flags"]
+__all__ = [
+    "Option",
+    "resolve_environment",
+    "to_float",
+    "to_fraction",
+    "to_int",
+    "to_on_off",
+    "with_flags",
+]
 
 
 # Converters raise ArgumentTypeError: argparse prints its message as it is
@@ -34,6 +42,16 @@ def to_fraction(text: str) -> float:
     if not 0.0 < value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text!r} is not in (0, 1]: use e.g. 0.5")
     return value
+
+
+def to_on_off(text: str) -> bool:
+    """``on`` or ``off`` (also true/false, yes/no, 1/0)."""
+    lowered = text.strip().lower()
+    if lowered in ("on", "true", "yes", "1"):
+        return True
+    if lowered in ("off", "false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is neither on nor off")
 
 
 @dataclass(frozen=True, slots=True)

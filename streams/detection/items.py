@@ -31,7 +31,6 @@ from neardup.core.records import format_fetched_at
 from neardup.state import State, StateView, fetched_at_to_micros
 from neardup.state.items import item_doc_id
 
-from .communities import components, parts
 from .events import (
     METHODS,
     ClusterMerged,
@@ -42,6 +41,7 @@ from .events import (
     ItemRemoved,
     ItemUpdated,
 )
+from .regroup import Regrouper
 from .result import BatchResult, Stage
 
 __all__ = ["ItemDetector", "item_keys", "similar_items"]
@@ -107,6 +107,7 @@ class _Batch:
         # the keys the batch's items posted so far, with their posters
         self._posted: dict[int, list[int]] = {}
         self._posts: list[tuple[U32, int]] = []
+        self._regroup = Regrouper(view, self.events, self.gauges, self._ref).regroup
 
     def post(self) -> None:
         """The batch's keys into the index, in one write."""
@@ -149,14 +150,14 @@ class _Batch:
             view.clusters.add_singles([doc_id])
             self.documents += 1
         else:  # a new version: its old matches are checked again, as a new item's are
-            touched.update(view.item_edges.remove_all(doc_id))
+            touched.update(view.edges.remove_all(doc_id))
             touched.update(view.clusters.members_of(view.clusters.find(doc_id))[0])
             self.updated += 1
         candidates = self._candidates(at, item, doc_id)
         self.candidates += len(candidates)
         matches = self._verified(item, candidates)
         for other, _, match in matches:
-            view.item_edges.add(doc_id, other, match.score)
+            view.edges.add(doc_id, other, match.score)
         view.items.put(doc_id, item)
         self._items[doc_id] = item
         keys = item_keys(item.keys)
@@ -173,7 +174,7 @@ class _Batch:
         view = self.view
         root = view.clusters.find(doc_id)
         members = view.clusters.members_of(root)[0]
-        view.item_edges.remove_all(doc_id)
+        view.edges.remove_all(doc_id)
         view.items.delete(doc_id)
         self._items[doc_id] = None
         self.removed += 1
@@ -200,71 +201,6 @@ class _Batch:
     def _may_link(self, item: PreparedItem, other: PreparedItem) -> bool:
         """``link = "across"``: only items of different sources are compared."""
         return self.schema.link != "across" or item.source != other.source
-
-    def _regroup(
-        self, touched: set[int], gone: int | None = None
-    ) -> tuple[dict[int, list[int]], dict[int, int]]:
-        """Cluster again what ``touched`` items are connected to (and the members of their
-        clusters, which a removal may leave unconnected): the connected parts of the graph
-        of matches, each cut into communities when loose. Returns the clusters now (by root)
-        and each member's cluster before (its old root)."""
-        view, clusters = self.view, self.view.clusters
-        old_roots = {node: clusters.find(node) for node in touched}
-        nodes = set(touched)
-        for root in set(old_roots.values()):
-            nodes.update(clusters.members_of(root)[0])
-        edges: dict[int, dict[int, float]] = {}
-        waiting = [node for node in nodes if node != gone]
-        while waiting:
-            node = waiting.pop()
-            if node in edges:
-                continue
-            edges[node] = view.item_edges.neighbours(node)
-            for other in edges[node]:
-                if other not in edges:
-                    nodes.add(other)
-                    waiting.append(other)
-        nodes.discard(-1 if gone is None else gone)
-        for node in nodes:
-            old_roots.setdefault(node, clusters.find(node))
-        if gone is not None:
-            old_roots.setdefault(gone, clusters.find(gone))
-        groups = [
-            group
-            for component in components(sorted(nodes), edges)
-            for group in parts(component, edges)
-        ]
-        if gone is not None:
-            groups.append([gone])  # alone, then forgotten: no stored cluster keeps it
-        before = _clusters_of(old_roots)
-        roots = clusters.regroup(set(old_roots.values()), groups, self.gauges)
-        after = dict(zip(roots, groups, strict=True))
-        self._splits(before, after, gone)
-        return after, old_roots
-
-    def _splits(
-        self, before: dict[int, list[int]], after: dict[int, list[int]], gone: int | None
-    ) -> None:
-        """A ``cluster_split`` for each old cluster of two or more whose members now lie in
-        more than one cluster, or under another id (its first item removed)."""
-        new_root = {member: root for root, group in after.items() for member in group}
-        for old, members in sorted(before.items()):
-            kept = [member for member in members if member != gone]
-            if len(members) < 2 or not kept:
-                continue
-            now: dict[int, list[int]] = {}
-            for member in kept:
-                now.setdefault(new_root[member], []).append(member)
-            if set(now) != {old}:
-                self.events.append(
-                    ClusterSplit(
-                        old,
-                        tuple(
-                            (root, tuple(self._ref(m) for m in sorted(part)), len(after[root]))
-                            for root, part in sorted(now.items())
-                        ),
-                    )
-                )
 
     def _report(
         self,
@@ -316,13 +252,6 @@ class _Batch:
             pairs_estimated=self.pairs,
             stage_seconds=MappingProxyType(timing),
         )
-
-
-def _clusters_of(roots: dict[int, int]) -> dict[int, list[int]]:
-    clusters: dict[int, list[int]] = {}
-    for member, root in roots.items():
-        clusters.setdefault(root, []).append(member)
-    return clusters
 
 
 def similar_items(

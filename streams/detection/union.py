@@ -19,7 +19,17 @@ from neardup.state import StateView, fetched_at_to_micros
 
 from .admission import Admission, Twin, Verdict
 from .containment import ContainmentPair
-from .events import METHODS, ClusterMerged, Contained, DocRef, Duplicate, Event, Method
+from .events import (
+    METHODS,
+    ClusterMerged,
+    ClusterSplit,
+    Contained,
+    DocRef,
+    Duplicate,
+    Event,
+    Method,
+)
+from .regroup import IDENTICAL, Regrouper
 from .result import BatchResult, Stage
 from .shard import ShardFindings
 from .verify import EXACT
@@ -73,13 +83,15 @@ def union_stage(
     events: list[Event] = []
     gauges: dict[str, int] = {}
     documents = view.documents
+    # with split_clusters: the documents whose clusters took in a match, cut again at the end
+    touched: set[int] | None = set() if view.settings.split_clusters else None
     for head, verdict, matches, pairs in zip(heads, verdicts, near, contained, strict=True):
         if verdict is _NEW:
             if not matches and not pairs:
                 continue
             me = DocRef(head.doc_id, head.url, head.fetched_at)
             if matches:
-                _join(view, me, matches, "near", gauges, events)
+                _join(view, me, matches, "near", gauges, events, touched)
             if pairs:
                 events.extend(_contained(view, me, pairs, matches))
         elif isinstance(verdict, Twin):
@@ -88,7 +100,9 @@ def union_stage(
                     f"fingerprint table points at missing document {verdict.doc_id:016x}"
                 )
             me = DocRef(head.doc_id, head.url, head.fetched_at)
-            _join(view, me, [(verdict.doc_id, EXACT)], verdict.method, gauges, events)
+            _join(view, me, [(verdict.doc_id, EXACT)], verdict.method, gauges, events, touched)
+    if touched:
+        Regrouper(view, events, gauges, lambda doc_id: ref_of(view, doc_id)).regroup(touched)
     kinds = Counter(map(type, events))  # in C: no Python call per event
     by_method = Counter(event.method for event in events if isinstance(event, Duplicate))
     repeats = len(heads) - len(added)
@@ -103,6 +117,7 @@ def union_stage(
         repeats=repeats,
         duplicates_by_method={method: by_method[method] for method in METHODS},
         merges=kinds[ClusterMerged],
+        splits=kinds[ClusterSplit],
         contained=kinds[Contained],
         candidates=sum(f.candidates for f in findings),
         pairs_estimated=sum(f.pairs_estimated for f in findings),
@@ -190,11 +205,18 @@ def _join(
     method: Method,
     gauges: dict[str, int],
     events: list[Event],
+    touched: set[int] | None,
 ) -> None:
     """Union the new document with every match (doc id, estimate), found by ``method``; the
     oldest matched cluster keeps its id. Only the best match is named, so only its record is
     read. ``gauges``: where the cluster gauges' changes add up, for the batch to count once.
-    The events go to ``events``: the duplicate, then each merge."""
+    The events go to ``events``: the duplicate, then each merge. ``touched``: when clusters
+    are cut as well, the matches are kept as edges, and the document noted there."""
+    if touched is not None:
+        for doc_id, found in matches:
+            score = IDENTICAL if method != "near" else found.resemblance
+            view.edges.add(me.doc_id, doc_id, score)
+        touched.add(me.doc_id)
     if len(matches) == 1:
         best_id, estimate = matches[0]
         joined = view.clusters.join(me.doc_id, [best_id], gauges)

@@ -49,7 +49,7 @@ Flush = Callable[[], Awaitable[None]]
 Reject = Callable[[Any, BadRecordError], Awaitable[None]]
 Stopped = Callable[[StateError], Awaitable[None]]
 #: the events of a result as (key, value) records of the events topic
-EventRecords = Callable[[BatchResult], list[tuple[bytes, bytes]]]
+EventRecords = Callable[[BatchResult, bool], list[tuple[bytes, bytes]]]
 
 #: prepared messages a shard applies in one transaction
 _MESSAGES = 8
@@ -265,7 +265,7 @@ async def union_agent(
             if staged is None:
                 return
             if staged.next_offset > silent_below:  # else sent by whoever applied it first
-                for key, value in event_records(staged.result):
+                for key, value in event_records(staged.result, state.settings.split_clusters):
                     await produce(config.events_topic, key, value, None)
                 await flush()  # events out before the marker and the state say "done"
             await produce(config.findings_topic, MARKER_KEY, applied_marker(staged.next_offset), 0)

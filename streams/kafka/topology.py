@@ -72,19 +72,20 @@ def internal_topics(config: WorkerConfig) -> dict[str, int]:
     return topics
 
 
-#: the key of every event of item mode: one partition, so one order for its consumers (a
-#: split is followed by its parts' events, which clusters that only join need not)
-ITEM_EVENTS_KEY = b"items"
+#: the key of every event of item mode, or of pages whose clusters are cut as well: one
+#: partition, so one order for their consumers (a split is followed by its parts' events,
+#: which clusters that only join need not)
+ONE_ORDER_KEY = b"items"
 
 
-def event_records(result: BatchResult, items: bool = False) -> list[tuple[bytes, bytes]]:
+def event_records(result: BatchResult, one_order: bool = False) -> list[tuple[bytes, bytes]]:
     """A batch's events as records of the events topic: keyed by cluster, and a contained
-    event, which changes none, by its new document; in item mode (``items``) all under
-    ``ITEM_EVENTS_KEY``."""
+    event, which changes none, by its new document; where clusters are cut as well
+    (``one_order``: item mode, ``split_clusters``) all under ``ONE_ORDER_KEY``."""
     records = []
     for event in result.events:
-        if items:
-            key = ITEM_EVENTS_KEY
+        if one_order:
+            key = ONE_ORDER_KEY
         else:
             subject = event.doc.doc_id if isinstance(event, Contained) else event.cluster
             key = format_id(subject).encode()
@@ -267,7 +268,8 @@ def build_app(
         by_offset = {event.message.offset: event.message for event in batch}
         for offset, error in staged.rejected:
             await reject(by_offset[offset], error)
-        for key, value in event_records(staged.result, config.schema is not None):
+        one_order = config.schema is not None or detector.state.settings.split_clusters
+        for key, value in event_records(staged.result, one_order):
             await produce(config.events_topic, key, value, None)
         await app.producer.flush()  # events out before the state says "done"
         committing = time.perf_counter()

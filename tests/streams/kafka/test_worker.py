@@ -20,7 +20,7 @@ from neardup.state import State
 from neardup.streams import Detector
 
 from bench.excerpts import excerpt_corpus
-from tests.helpers import SAMPLE, partition
+from tests.helpers import SAMPLE, hub_pages, partition
 from tests.support.deployment import Deployment
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -164,3 +164,22 @@ def test_contained_events_are_those_of_the_embedded_run(broker: str, tmp_path: P
                 break
             time.sleep(1)
     assert sent == expected
+
+
+def test_pages_cut_on_kafka_are_the_embedded_run_s_clusters(broker: str, tmp_path: Path) -> None:
+    """With ``--split-clusters on``, a hub page that chains three clusters is cut off on
+    Kafka as in the embedded run; the clusters followed from the events are the same."""
+    pages, hub = hub_pages()
+    ordered = [pages[0], pages[4], pages[8], hub, *pages[1:4], *pages[5:8], *pages[9:]]
+    lines = [
+        json.dumps({"url": p.url, "content": p.content, "fetched_at": p.fetched_at}).encode()
+        for p in ordered
+    ]
+    with State.open(None, Settings(threshold=0.17, split_clusters=True)) as state:
+        Detector(state).process(ordered)
+        expected = partition(state)
+    assert len(expected) == 3  # not the one chain union-find alone makes
+    with deployment(broker, tmp_path) as run:
+        run.start_worker("w1", "--threshold", "0.17", "--split-clusters", "on")
+        run.publish(lines)
+        assert run.wait_for(expected) == expected
