@@ -29,12 +29,27 @@ import numpy as np
 
 from ._hashing import U64
 
-__all__ = ["KEY_BITS", "TABLE_BITS", "TableScheme", "manku_tables", "table_keys"]
+__all__ = [
+    "DEFAULT_BLOCKS",
+    "DEFAULT_DISTANCE",
+    "KEY_BITS",
+    "TABLE_BITS",
+    "TableScheme",
+    "default_tables",
+    "manku_tables",
+    "table_keys",
+]
 
 #: a key is its table's index in the top 8 bits and the table's bits packed below them
 TABLE_BITS = 8
 KEY_BITS = 64 - TABLE_BITS
 _FINGERPRINT_BITS = 64
+#: The mode's defaults (bench/simhash_study.py, docs/simhash.md): k = 3, the largest distance
+#: 64 bits serve with few tables of long keys, in Manku's 16 tables of 28 bits (4 blocks of
+#: 16, then 4 of 12). k = 4 needs 15 tables of 20-22 bits or 35 of 27-28 (568 bytes a
+#: document); 10 tables of 25-26 bits (blocks=5) halve the postings for twice the candidates.
+DEFAULT_DISTANCE = 3
+DEFAULT_BLOCKS: tuple[int, ...] = (4, 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +120,11 @@ def manku_tables(distance: int, blocks: int | Sequence[int]) -> TableScheme:
             )
         masks.append(mask)
     return TableScheme(distance, levels, tuple(masks))
+
+
+def default_tables() -> TableScheme:
+    """The tables for the mode's default distance."""
+    return manku_tables(DEFAULT_DISTANCE, DEFAULT_BLOCKS)
 
 
 def _block_bounds(size: int, count: int) -> list[int]:

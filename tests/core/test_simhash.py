@@ -11,19 +11,25 @@ import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from neardup.core import Tokenizer, shingle_sets
+from neardup.core import Settings, Sketch, Tokenizer, shingle_sets
 from neardup.core import simhash as simhash_module
 from neardup.core.simhash import (
+    VERIFY_SAMPLE,
     Features,
     concat_features,
+    document_simhashes,
     hamming,
     simhash_batch,
     simhash_sets,
     token_features,
+    verified,
+    verifier_sample,
 )
 from neardup.core.simhash_tables import (
+    DEFAULT_DISTANCE,
     KEY_BITS,
     TableScheme,
+    default_tables,
     manku_tables,
     table_keys,
 )
@@ -165,6 +171,33 @@ def test_near_duplicate_texts_are_closer_than_unrelated_ones() -> None:
     assert int(near) <= 6 < 20 <= int(far)
 
 
+def test_the_default_fingerprint_is_word_unigrams_weighted_by_log_tf() -> None:
+    tokens = Tokenizer(1).hash_batch(["the cat sat on the mat the end", "", "a b c"])
+    expected = simhash_batch(token_features(tokens, "log_tf"))
+    assert document_simhashes(tokens).tolist() == expected.tolist()
+    assert int(document_simhashes(tokens)[1]) == 0
+
+
+@given(st.lists(HASHES, max_size=60, unique=True))
+def test_the_verifier_sample_is_a_small_bottom_s_sketch(values: list[int]) -> None:
+    shingles = np.array(sorted(values), dtype=np.uint64)
+    settings = Settings(sample_size=VERIFY_SAMPLE, short_limit=VERIFY_SAMPLE)
+    sample = verifier_sample(shingles)
+    assert sample.tolist() == Sketch.from_shingles(shingles, settings).values.tolist()
+    assert len(sample) <= VERIFY_SAMPLE
+
+
+def test_verified_pairs_are_those_estimated_at_the_floor() -> None:
+    base = [i << 40 for i in range(1, 11)]  # distinct high 32 bits, ten shingles
+    near = [*base[:9], 99 << 40]  # 9 shared of 11: exactly 0.818 (both sets complete)
+    far = [*base[:5], *(i << 40 for i in range(100, 105))]  # 5 of 15: 0.333
+    sets = [np.array(sorted(x), dtype=np.uint64) for x in (base, near, far)]
+    samples = [verifier_sample(x) for x in sets]
+    kept = verified([samples[0], samples[0]], [10, 10], [samples[1], samples[2]], [10, 10])
+    assert kept.tolist() == [True, False]
+    assert verified([samples[0]], [10], [samples[1]], [10], floor=0.85).tolist() == [False]
+
+
 # --- Hamming distance --------------------------------------------------------------------
 
 
@@ -271,6 +304,12 @@ def test_impossible_schemes_are_refused() -> None:
         manku_tables(1, 10)
     with pytest.raises(ValueError, match="distance"):
         manku_tables(-1, 4)
+
+
+def test_the_default_tables_are_manku_s_for_k_3() -> None:
+    scheme = default_tables()
+    assert scheme.distance == DEFAULT_DISTANCE == 3
+    assert scheme.tables == 16 and set(scheme.key_bits) == {28}
 
 
 def test_a_scheme_is_a_plain_value() -> None:
