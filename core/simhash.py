@@ -11,8 +11,8 @@ for near-duplicate web pages). With every feature of weight 1 over shingle sets,
 The votes are counted without a Python loop per feature: for each of the 8 bytes of the
 features' hashes, one ``bincount`` over (document, byte value) gives a 256-bin histogram per
 document, and a matrix product with the table of each byte value's bits turns it into the
-weight of each of the byte's 8 bits (15 ns a feature in all, against 1.6 µs for
-``unpackbits`` with ``add.reduceat``). Weights are integers, summed in float64, where sums of
+weight of each of the byte's 8 bits (about a hundred times faster than ``unpackbits`` with
+``add.reduceat``: docs/simhash.md). Weights are integers, summed in float64, where sums of
 integers below 2**53 are exact in any order: the same document gets the same SimHash on
 every machine, which a stored SimHash needs.
 """
@@ -52,13 +52,11 @@ I64 = npt.NDArray[np.int64]
 U32 = npt.NDArray[np.uint32]
 Weighting = Literal["binary", "tf", "log_tf"]
 
-# The mode's defaults, chosen by bench/simhash_study.py (docs/simhash.md; three corpora of
-# 20k pages): word unigrams weighted 1 + floor(log2 tf) end 0.92-0.93 of the pairs of
-# resemblance >= 0.9 in one cluster at distance 3, where 5-shingle sets end 0.69-0.75. They
-# also bring 10-25 % edits within 3 (precision 0.91-0.92), so each pair within the distance is
-# checked again by a bottom-16 sample of its shingles and joined at an estimated resemblance
-# of 0.7 or more: precision 0.9993-0.9996, recall at >= 0.9 down by at most 0.006, 68 bytes
-# a document.
+# The mode's defaults (bench/simhash_study.py; figures in docs/simhash.md). Word unigrams
+# weighted by log-tf are the features that bring most pairs of resemblance >= 0.9 within
+# distance 3 (5-shingle sets need 6); they also bring edits of 10-25 % within it, so each pair
+# within the distance is checked again by a bottom-16 sample of its shingles, and joined at an
+# estimated resemblance of 0.7 or more.
 DEFAULT_WEIGHTING: Weighting = "log_tf"
 VERIFY_SAMPLE = 16
 VERIFY_FLOOR = 0.7

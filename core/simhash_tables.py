@@ -45,9 +45,8 @@ TABLE_BITS = 8
 KEY_BITS = 64 - TABLE_BITS
 _FINGERPRINT_BITS = 64
 #: The mode's defaults (bench/simhash_study.py, docs/simhash.md): k = 3, the largest distance
-#: 64 bits serve with few tables of long keys, in Manku's 16 tables of 28 bits (4 blocks of
-#: 16, then 4 of 12). k = 4 needs 15 tables of 20-22 bits or 35 of 27-28 (568 bytes a
-#: document); 10 tables of 25-26 bits (blocks=5) halve the postings for twice the candidates.
+#: that 64 bits serve with few tables of long keys, in Manku's 16 tables of 28 bits (4 blocks
+#: of 16, then 4 of 12): fewer tables propose many more candidates, more cost a posting each.
 DEFAULT_DISTANCE = 3
 DEFAULT_BLOCKS: tuple[int, ...] = (4, 4)
 

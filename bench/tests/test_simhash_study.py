@@ -57,3 +57,5 @@ def test_a_small_study_runs_and_writes_its_report(tmp_path: Path) -> None:
     row = report["results"][0]["by_k"][0]
     assert row["k"] == 3 and 0.0 <= row["precision"] <= 1.0
     assert all(t["bytes_per_doc"] == 8 + 16 * t["tables"] for t in row["tables"])
+    tables = simhash_study.markdown(report)
+    assert "| shingles-5 | 3 |" in tables and "| words-log-tf | 3 | 16 | 0.7 |" in tables
