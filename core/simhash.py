@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from ._hashing import U64, drop_repeats
 from .canonical import TokenBatch
+from .settings import SIMHASH_FLOOR, SIMHASH_SAMPLE
 from .sketch import estimate_columns
 
 __all__ = [
@@ -56,10 +57,10 @@ Weighting = Literal["binary", "tf", "log_tf"]
 # weighted by log-tf are the features that bring most pairs of resemblance >= 0.9 within
 # distance 3 (5-shingle sets need 6); they also bring edits of 10-25 % within it, so each pair
 # within the distance is checked again by a bottom-16 sample of its shingles, and joined at an
-# estimated resemblance of 0.7 or more.
+# estimated resemblance of 0.7 or more (the settings keep those two: ``SIMHASH_SAMPLE``).
 DEFAULT_WEIGHTING: Weighting = "log_tf"
-VERIFY_SAMPLE = 16
-VERIFY_FLOOR = 0.7
+VERIFY_SAMPLE = SIMHASH_SAMPLE
+VERIFY_FLOOR = SIMHASH_FLOOR
 
 #: documents counted in one pass: their histograms (documents x 256 float64) stay at 8 MB
 _DOCS_PER_PASS = 4096

@@ -26,16 +26,19 @@ from dataclasses import dataclass
 from itertools import combinations, product
 
 import numpy as np
+import numpy.typing as npt
 
 from ._hashing import U64
 
 __all__ = [
     "DEFAULT_BLOCKS",
     "DEFAULT_DISTANCE",
+    "INDEX_KEY_BITS",
     "KEY_BITS",
     "TABLE_BITS",
     "TableScheme",
     "default_tables",
+    "index_keys",
     "manku_tables",
     "table_keys",
 ]
@@ -44,6 +47,8 @@ __all__ = [
 TABLE_BITS = 8
 KEY_BITS = 64 - TABLE_BITS
 _FINGERPRINT_BITS = 64
+#: the bits of a key in a posting index (``neardup.state.postings`` keeps 32-bit keys)
+INDEX_KEY_BITS = 32
 #: The mode's defaults (bench/simhash_study.py, docs/simhash.md): k = 3, the largest distance
 #: that 64 bits serve with few tables of long keys, in Manku's 16 tables of 28 bits (4 blocks
 #: of 16, then 4 of 12): fewer tables propose many more candidates, more cost a posting each.
@@ -74,6 +79,11 @@ class TableScheme:
         that are uniformly random with respect to it (a pair met in several tables counts
         once per table)."""
         return float(sum(documents * 2.0**-bits for bits in self.key_bits))
+
+    @property
+    def index_table_bits(self) -> int:
+        """Bits that tell the tables apart in a 32-bit index key (``index_keys``)."""
+        return max(1, (self.tables - 1).bit_length())
 
     def bytes_per_document(self, posting_bytes: int = 16, fingerprint_bytes: int = 8) -> int:
         """One posting per table (a key and a document id, 8 bytes each by default) and the
@@ -166,3 +176,22 @@ def table_keys(fingerprints: U64 | Sequence[int], scheme: TableScheme) -> U64:
             key |= run << np.uint64(shift)
         keys[:, table] = key
     return keys
+
+
+def index_keys(fingerprints: U64 | Sequence[int], scheme: TableScheme) -> npt.NDArray[np.uint32]:
+    """``table_keys`` as 32-bit keys of one posting index, shape (fingerprints, tables): the
+    table's index in the top ``index_table_bits``, its key bits below. Only for schemes
+    whose keys fit (Manku's 16 tables of 28 bits for k = 3 fill the 32 bits exactly):
+    another is refused, since folding its keys would only add candidates."""
+    table_bits = scheme.index_table_bits
+    widest = max(scheme.key_bits)
+    if table_bits + widest > INDEX_KEY_BITS:
+        raise ValueError(
+            f"blocks={scheme.blocks!r} make {scheme.tables} tables keyed by up to {widest} bits: "
+            f"with {table_bits} bits for the table that is more than the {INDEX_KEY_BITS} bits "
+            "of an index key (use fewer tables or shorter keys)"
+        )
+    keys = table_keys(fingerprints, scheme) & np.uint64((1 << KEY_BITS) - 1)
+    tables = np.arange(scheme.tables, dtype=np.uint64) << np.uint64(INDEX_KEY_BITS - table_bits)
+    packed: npt.NDArray[np.uint32] = (keys | tables).astype(np.uint32)
+    return packed
