@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
 from ._hashing import U64, drop_repeats
-from .canonical import Tokenizer, visible_text
+from .canonical import TokenBatch, Tokenizer, visible_text
 from .containment import containment_keys
 from .records import Page
 from .settings import Settings
 from .shingles import shingle_sets, top_bits
+from .simhash import document_simhashes
+from .simhash_tables import default_tables, index_keys
 from .sketch import Sketch, sketch_family
 from .supershingles import super_shingles
 
@@ -63,6 +65,11 @@ class PreparedDoc:
     #: document meets the small ones it contains as often as they meet it; 0 for a query
     containment_level: int
     containment_lookup: int
+    #: SimHash mode (``Settings.sketch``): the page's 64-bit SimHash, and its key in each of
+    #: Manku's tables as a 32-bit index key (``simhash_tables.index_keys``); 0 and none in
+    #: the min-hash mode, and none for a page without shingles
+    simhash: int = 0
+    simhash_keys: npt.NDArray[np.uint32] = field(default_factory=lambda: _NO_SHINGLE_KEYS)
 
     def looking_up_at(self, level: int) -> PreparedDoc:
         """The same document looking up only its containment keys of ``level`` (not finer
@@ -94,6 +101,7 @@ class Preparer:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._tokenizer = Tokenizer(settings.seed, settings.token_unit)
+        self._tables = default_tables() if settings.sketch == "simhash" else None
 
     def prepare(self, pages: list[Page], query: bool = False) -> list[PreparedDoc]:
         """``query``: for documents asked about rather than stored, whose containment sample
@@ -108,6 +116,8 @@ class Preparer:
             ]
         )
         sets = shingle_sets(tokens, settings.shingle_size, settings.seed)
+        if settings.sketch == "simhash":
+            return self._simhash_docs(pages, encoded, tokens, sets)
         bands = super_shingles(sets, settings)
         family = sketch_family(settings)
         short_limit, super_limit = settings.short_limit, settings.super_shingle_limit
@@ -139,6 +149,44 @@ class Preparer:
                     containment_keys(shingles, lookup) if contained else _NO_SHINGLE_KEYS,
                     level,
                     lookup,
+                )
+            )
+        return prepared
+
+    def _simhash_docs(
+        self, pages: list[Page], encoded: list[bytes], tokens: TokenBatch, sets: list[U64]
+    ) -> list[PreparedDoc]:
+        """SimHash mode's documents: the exact fingerprints, the verifier's sample as the
+        sketch, the SimHash of the page's words and its table keys; no super-shingles, no
+        short-document keys, no containment sample."""
+        settings = self.settings
+        family = sketch_family(settings)
+        simhashes = document_simhashes(tokens)
+        assert self._tables is not None
+        keys = index_keys(simhashes, self._tables)
+        bounds = tokens.offsets.tolist()
+        prepared = []
+        for index, (page, simhash) in enumerate(zip(pages, simhashes.tolist(), strict=True)):
+            shingles = sets[index]
+            count = len(shingles)
+            stream = tokens.hashes[bounds[index] : bounds[index + 1]]
+            prepared.append(
+                PreparedDoc(
+                    page,
+                    page.doc_id,
+                    Fingerprints(
+                        xxhash.xxh3_64_intdigest(encoded[index]),
+                        xxhash.xxh3_64_intdigest(stream.data) if count else None,
+                        xxhash.xxh3_64_intdigest(shingles.data) if count else None,
+                    ),
+                    Sketch.from_shingles(shingles, settings, family),
+                    _NO_SUPER_SHINGLES,
+                    _NO_SHINGLE_KEYS,
+                    _NO_SHINGLE_KEYS,
+                    0,
+                    0,
+                    simhash,
+                    keys[index] if count else _NO_SHINGLE_KEYS,
                 )
             )
         return prepared

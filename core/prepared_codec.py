@@ -11,7 +11,8 @@ documents costs each side several times what this encoding and its decoding cost
 
     message  = MAGIC, u32 settings length, settings JSON, u32 document count, documents
     document = header (``_HEADER``), sketch u32[], super-shingles u64[], shingle keys u32[],
-               containment keys u32[], url, fetched_at, content type (UTF-8)
+               containment keys u32[], SimHash table keys u32[], url, fetched_at,
+               content type (UTF-8)
 
 Little-endian throughout: binary, because a sketch in JSON (base64) is several times the bytes
 and the decoding time.
@@ -39,12 +40,12 @@ __all__ = [
     "settings_of_batch",
 ]
 
-MAGIC = b"NDP2"  # NDP1 had no containment sample
+MAGIC = b"NDP3"  # NDP1 had no containment sample, NDP2 no SimHash
 _U32 = struct.Struct("<I")
-# doc id, raw, canonical, shingle-set fingerprints, shingle count, flags, containment level
-# and lookup level, sketch length, super-shingles, shingle keys, containment keys, url bytes,
-# fetched_at bytes, content type bytes
-_HEADER = struct.Struct("<QQQQIBBBIIIIIHH")
+# doc id, raw, canonical, shingle-set fingerprints, SimHash, shingle count, flags, containment
+# level and lookup level, sketch length, super-shingles, shingle keys, containment keys,
+# SimHash table keys, url bytes, fetched_at bytes, content type bytes
+_HEADER = struct.Struct("<QQQQQIBBBIIIIBIHH")
 _HAS_CANONICAL = 1
 # the stored little-endian words as the machine's own: a view needs no byte swap on x86/ARM
 _U4 = np.dtype("<u4")
@@ -79,6 +80,7 @@ def encode_document(doc: PreparedDoc) -> bytes:
     supers = doc.super_shingles.astype("<u8", copy=False)
     keys = doc.shingle_keys.astype("<u4", copy=False)
     contained = doc.containment_keys.astype("<u4", copy=False)
+    tables = doc.simhash_keys.astype("<u4", copy=False)
     return b"".join(
         [
             _HEADER.pack(
@@ -86,6 +88,7 @@ def encode_document(doc: PreparedDoc) -> bytes:
                 prints.raw,
                 prints.canonical or 0,
                 prints.shingle_set or 0,
+                doc.simhash,
                 doc.shingle_count,
                 flags,
                 doc.containment_level,
@@ -94,6 +97,7 @@ def encode_document(doc: PreparedDoc) -> bytes:
                 len(supers),
                 len(keys),
                 len(contained),
+                len(tables),
                 len(url),
                 len(fetched_at),
                 len(content_type),
@@ -102,6 +106,7 @@ def encode_document(doc: PreparedDoc) -> bytes:
             supers.tobytes(),
             keys.tobytes(),
             contained.tobytes(),
+            tables.tobytes(),
             url,
             fetched_at,
             content_type,
@@ -142,6 +147,7 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                 raw_print,
                 canonical,
                 shingle_set,
+                simhash,
                 shingle_count,
                 flags,
                 level,
@@ -150,6 +156,7 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                 n_supers,
                 n_keys,
                 n_contained,
+                n_tables,
                 n_url,
                 n_fetched,
                 n_type,
@@ -164,6 +171,8 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
             offset += 4 * n_keys
             contained = np.frombuffer(raw, _U4, n_contained, offset)
             offset += 4 * n_contained
+            tables = np.frombuffer(raw, _U4, n_tables, offset)
+            offset += 4 * n_tables
             texts = []
             for length in (n_url, n_fetched, n_type):
                 if offset + length > len(raw):
@@ -182,12 +191,14 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                         canonical if flags & _HAS_CANONICAL else None,
                         shingle_set if flags & _HAS_SHINGLE_SET else None,
                     ),
-                    sketch=Sketch(sketch, shingle_count, settings.sample_size, family),
+                    sketch=Sketch(sketch, shingle_count, settings.sample_kept, family),
                     super_shingles=supers,
                     shingle_keys=keys,
                     containment_keys=contained,
                     containment_level=level,
                     containment_lookup=lookup,
+                    simhash=simhash,
+                    simhash_keys=tables,
                 )
             )
     except BadRecordError:

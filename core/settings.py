@@ -14,7 +14,10 @@ from .exceptions import SettingsError
 __all__ = [
     "DEFAULT_SEED",
     "RUN_SETTINGS",
+    "SIMHASH_FLOOR",
+    "SIMHASH_SAMPLE",
     "Settings",
+    "SketchKind",
     "candidate_probability",
     "choose_bands",
 ]
@@ -25,6 +28,21 @@ __all__ = [
 DEFAULT_SEED = 0x6E6561726475_70
 
 TokenUnit = Literal["word", "character"]
+#: "minhash": the bottom-s sketch, super-shingles and the containment index; "simhash": a
+#: 64-bit SimHash of the page's words, found within Hamming distance k through Manku's tables
+SketchKind = Literal["minhash", "simhash"]
+
+#: The SimHash mode's check of the pairs its distance finds (bench/simhash_study.py,
+#: docs/simhash.md): word unigrams also bring edits of 10-25 % within distance 3, so each
+#: page keeps the 16 smallest of its shingle fingerprints, and a pair within the distance
+#: joins only at an estimated resemblance of 0.7 or more from them. Fixed by the name
+#: "simhash": another sample or floor is another sketch kind, not a setting.
+SIMHASH_SAMPLE = 16
+SIMHASH_FLOOR = 0.7
+_DEFAULT_THRESHOLD = 0.5
+#: the containment index's size by default: in SimHash mode it is off, and only another
+#: value than this (or 0) is a request for it
+_DEFAULT_CONTAINMENT_SAMPLE = 64
 
 
 def candidate_probability(resemblance: float, bands: int, rows: int, min_shared: int = 1) -> float:
@@ -89,7 +107,7 @@ class Settings:
     #: written without spaces).
     token_unit: TokenUnit = "word"
     #: Resemblance at or above which two documents are joined into one cluster.
-    threshold: float = 0.5
+    threshold: float = _DEFAULT_THRESHOLD
     #: s, the size of the bottom-s (MIN_s) sample of shingle fingerprints kept per document.
     #: Resemblance is estimated with standard deviation about sqrt(J(1-J)/s); documents with at
     #: most s shingles keep their whole set, so they are compared exactly.
@@ -124,7 +142,7 @@ class Settings:
     #: n / m <= P (Broder's MOD_m sample, m chosen by size); a document of at most P shingles
     #: keeps all of them. More finds smaller excerpts and estimates containment closer, at
     #: about 15 bytes on disk per kept shingle. 0 keeps no containment index.
-    containment_sample: int = 64
+    containment_sample: int = _DEFAULT_CONTAINMENT_SAMPLE
     #: A containment posting list stops growing at this many documents and its shingle is a
     #: stop key: a shingle that many pages share (a site's header, a licence) says nothing
     #: about where an excerpt came from, and each new page would rewrite its whole list.
@@ -134,6 +152,13 @@ class Settings:
     #: more, emits a ``contained`` event; None emits none. Events only: it may change between
     #: runs of one state (from then on).
     containment_threshold: float | None = None
+    #: "minhash" (the default) or "simhash" (see ``SketchKind`` and docs/simhash.md). SimHash
+    #: mode keeps the exact shortcuts and ``shingle_size`` (the shingle-set fingerprint and
+    #: the verifier's sample are of shingles); it has no threshold of its own to set (pairs
+    #: within Hamming distance 3 whose 16-value sample estimates resemblance 0.7 or more
+    #: join) and no containment index. ``sample_size``, ``num_bins``, the bands and
+    #: ``short_limit`` shape nothing in it.
+    sketch: SketchKind = "minhash"
     _bands_rows: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -151,6 +176,12 @@ class Settings:
             f"threshold={self.threshold!r} is out of range: use a resemblance in (0, 1], "
             "such as 0.5",
         )
+        _require(
+            self.sketch in ("minhash", "simhash"),
+            f"sketch={self.sketch!r} is unknown: use 'minhash' (the default) or 'simhash'",
+        )
+        if self.sketch == "simhash":
+            self._check_simhash()
         _require(
             isinstance(self.sample_size, int) and 16 <= self.sample_size <= 65536,
             f"sample_size={self.sample_size!r} is out of range: use an integer from 16 to 65536 "
@@ -245,6 +276,40 @@ class Settings:
             )
         object.__setattr__(self, "_bands_rows", chosen)
 
+    def _check_simhash(self) -> None:
+        """What SimHash mode refuses, and its containment index switched off."""
+        _require(
+            self.threshold == _DEFAULT_THRESHOLD,
+            f"threshold={self.threshold!r} does not apply with sketch='simhash': its pairs are "
+            f"those within Hamming distance 3 whose {SIMHASH_SAMPLE}-value sample estimates a "
+            f"resemblance of {SIMHASH_FLOOR} or more; omit --threshold, or use "
+            "--sketch minhash to join at another resemblance",
+        )
+        _require(
+            self.containment_threshold is None,
+            f"containment_threshold={self.containment_threshold!r} needs the containment "
+            "index, which sketch='simhash' does not keep: omit --containment-threshold, or "
+            "use --sketch minhash",
+        )
+        _require(
+            self.containment_sample in (0, _DEFAULT_CONTAINMENT_SAMPLE),
+            f"containment_sample={self.containment_sample!r}: sketch='simhash' keeps no "
+            "containment index; omit --containment-sample (or give 0), or use --sketch minhash",
+        )
+        object.__setattr__(self, "containment_sample", 0)
+
+    @property
+    def sample_kept(self) -> int:
+        """Values of the bottom-s sample each document keeps: ``sample_size``, or in SimHash
+        mode the verifier's ``SIMHASH_SAMPLE``."""
+        return SIMHASH_SAMPLE if self.sketch == "simhash" else self.sample_size
+
+    @property
+    def join_floor(self) -> float:
+        """The estimated resemblance at which a verified pair joins: the threshold, or in
+        SimHash mode the verifier's ``SIMHASH_FLOOR``."""
+        return SIMHASH_FLOOR if self.sketch == "simhash" else float(self.threshold)
+
     @property
     def band_count(self) -> int:
         """b, the number of super-shingles per (non-short) document."""
@@ -289,8 +354,17 @@ class Settings:
         return min(level, 32)
 
     def replace(self, **changes: Any) -> Settings:
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed (validated again). A containment sample asked for
+        by name is refused in SimHash mode, even the default one (which the mode otherwise
+        sets to 0 by itself)."""
+        changed = dataclasses.replace(self, **changes)
+        _require(
+            changed.sketch != "simhash" or not changes.get("containment_sample"),
+            f"containment_sample={changes.get('containment_sample')!r}: sketch='simhash' "
+            "keeps no containment index; omit --containment-sample (or give 0), or use "
+            "--sketch minhash",
+        )
+        return changed
 
     def to_json(self) -> str:
         """The fields as JSON, with the bands actually used."""

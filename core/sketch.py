@@ -54,15 +54,18 @@ _VALUES_PER_CALL = 1 << 15
 
 
 def sketch_family(settings: Settings) -> int:
-    """Sketches compare only within one family: same seed, tokens, shingle and sample sizes.
+    """Sketches compare only within one family: same seed, tokens, shingle and sample sizes
+    (and sketch kind).
 
     A stable 64-bit hash, the same in every process: sketches made in a prepare process (or
     another worker) are compared with those made here, and ``hash()`` of a string is
     randomised per process."""
     described = (
         f"{settings.seed}\x1f{settings.token_unit}\x1f{settings.shingle_size}"
-        f"\x1f{settings.sample_size}"
+        f"\x1f{settings.sample_kept}"
     )
+    if settings.sketch != "minhash":  # the min-hash families stay what they were
+        described += f"\x1f{settings.sketch}"
     return xxhash.xxh3_64_intdigest(described.encode())
 
 
@@ -81,7 +84,7 @@ class Sketch:
     ) -> Sketch:
         """Sketch of a sorted, unique array of shingle fingerprints (``family``: the
         settings' ``sketch_family``, when the caller already has it)."""
-        size = settings.sample_size
+        size = settings.sample_kept
         # the high bits of an ascending array are ascending: no sort needed
         high = drop_repeats((fingerprints[: 2 * size] >> _HIGH).astype(np.uint32))
         return cls(
@@ -107,6 +110,8 @@ class Estimate(msgspec.Struct, frozen=True, gc=False):
     containment: float  # of the first document in the second
     containment_reverse: float  # of the second in the first
     exact: bool
+    #: SimHash mode: the Hamming distance of the two SimHashes, which found the pair
+    distance: int | None = None
 
 
 def estimate(a: Sketch, b: Sketch) -> Estimate:

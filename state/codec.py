@@ -38,6 +38,11 @@ _ID = struct.Struct(">Q")  # big-endian, so that keys sort by id
 _DOC_HEAD = struct.Struct(
     "<BBqIQH"
 )  # version, flags, fetched_at micros, shingle count, duplicate of, url length
+#: flags of a document record: a twin (it keeps no sketch), and one that keeps its SimHash
+#: (8 bytes, little-endian, after the url: SimHash mode)
+_TWIN = 1
+_HAS_SIMHASH = 2
+_SIMHASH = struct.Struct("<Q")
 _CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
 #: what ``ClusterInfo.pack`` packs (version, size, root's fetched_at in microseconds), for
 #: union-find to pack without a Python call around it
@@ -92,26 +97,35 @@ class StoredRef(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class DocRecord:
     """A stored document. Exact and canonical twins keep no sketch: ``duplicate_of`` names the
-    document whose sketch they share."""
+    document whose sketch they share. In SimHash mode a document that keeps its sketch (the
+    verifier's sample) keeps its SimHash too."""
 
     url: str
     fetched_at: str
     shingle_count: int
     sketch: npt.NDArray[np.uint32]
     duplicate_of: int = 0
+    simhash: int | None = None
 
     def encode(self, micros: int | None = None) -> bytes:
         """``micros``: ``fetched_at`` in microseconds, when the caller has it already."""
         if micros is None:
             micros = fetched_at_to_micros(self.fetched_at)
-        head = self.encode_head(self.url, micros, self.shingle_count, self.duplicate_of)
-        return head + pack_sample(self.sketch)
+        if self.simhash is None:
+            head = self.encode_head(self.url, micros, self.shingle_count, self.duplicate_of)
+            return head + pack_sample(self.sketch)
+        raw_url = self.url.encode("utf-8")
+        flags = _HAS_SIMHASH | (_TWIN if self.duplicate_of else 0)
+        head = _DOC_HEAD.pack(
+            _VERSION, flags, micros, self.shingle_count, self.duplicate_of, len(raw_url)
+        )
+        return head + raw_url + _SIMHASH.pack(self.simhash) + pack_sample(self.sketch)
 
     @staticmethod
     def encode_head(url: str, micros: int, shingle_count: int, duplicate_of: int) -> bytes:
         """A record without its sketch: the whole record of one that keeps none."""
         raw_url = url.encode("utf-8")
-        flags = 1 if duplicate_of else 0
+        flags = _TWIN if duplicate_of else 0
         return (
             _DOC_HEAD.pack(_VERSION, flags, micros, shingle_count, duplicate_of, len(raw_url))
             + raw_url
@@ -120,11 +134,16 @@ class DocRecord:
     @classmethod
     def decode(cls, raw: bytes) -> DocRecord:
         _check_version(raw, "document")
-        _, _, micros, count, duplicate_of, url_length = _DOC_HEAD.unpack_from(raw)
+        _, flags, micros, count, duplicate_of, url_length = _DOC_HEAD.unpack_from(raw)
         start = _DOC_HEAD.size
         url = raw[start : start + url_length].decode("utf-8")
-        sketch = np.frombuffer(raw, dtype="<u4", offset=start + url_length).astype(np.uint32)
-        return cls(url, fetched_at_from_micros(micros), count, sketch, duplicate_of)
+        start += url_length
+        simhash = None
+        if flags & _HAS_SIMHASH:
+            (simhash,) = _SIMHASH.unpack_from(raw, start)
+            start += _SIMHASH.size
+        sketch = np.frombuffer(raw, dtype="<u4", offset=start).astype(np.uint32)
+        return cls(url, fetched_at_from_micros(micros), count, sketch, duplicate_of, simhash)
 
     @staticmethod
     def decode_ref(raw: bytes) -> StoredRef:
@@ -149,10 +168,28 @@ class DocRecord:
         verifying a candidate reads, without decoding the URL and time of every candidate.
         ``unpack_samples`` decodes the sketches of many candidates at once."""
         _check_version(raw, "document")
-        _, _, _, count, duplicate_of, url_length = _DOC_HEAD.unpack_from(raw)
+        _, flags, _, count, duplicate_of, url_length = _DOC_HEAD.unpack_from(raw)
         if duplicate_of:
             return None
-        return count, memoryview(raw)[_DOC_HEAD.size + url_length :]
+        # a SimHash, where the record keeps one, is the 8 bytes before the sketch
+        return count, memoryview(raw)[_DOC_HEAD.size + url_length + (flags & _HAS_SIMHASH) * 4 :]
+
+    @staticmethod
+    def decode_simhash(raw: bytes) -> tuple[int, int, memoryview] | None:
+        """(shingle count, SimHash, sketch as stored) of a SimHash mode record, or None for a
+        twin that keeps none: what checking a SimHash candidate reads."""
+        _check_version(raw, "document")
+        _, flags, _, count, duplicate_of, url_length = _DOC_HEAD.unpack_from(raw)
+        if duplicate_of:
+            return None
+        if not flags & _HAS_SIMHASH:
+            raise StateError(
+                "a stored document keeps no SimHash: the state was not built with "
+                "sketch='simhash' (open it with its own settings)"
+            )
+        start = _DOC_HEAD.size + url_length
+        (simhash,) = _SIMHASH.unpack_from(raw, start)
+        return count, simhash, memoryview(raw)[start + _SIMHASH.size :]
 
 
 def pack_sample(values: npt.NDArray[np.uint32]) -> bytes:

@@ -59,6 +59,12 @@ class Documents:
         raw = self._tx.get("docs", encode_id(doc_id))
         return None if raw is None else DocRecord.decode_sketch(raw)
 
+    def simhash_sketch(self, doc_id: int) -> tuple[int, int, memoryview] | None:
+        """(shingle count, SimHash, sketch as stored) of a SimHash mode document that keeps
+        its own sketch, else None."""
+        raw = self._tx.get("docs", encode_id(doc_id))
+        return None if raw is None else DocRecord.decode_simhash(raw)
+
     def prefetch(self, doc_ids: Iterable[int]) -> None:
         self._tx.prefetch("docs", [encode_id(doc_id) for doc_id in doc_ids])
 

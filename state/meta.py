@@ -25,8 +25,8 @@ FORMAT_VERSION = 11
 _UPGRADES = {
     8: "format 9 adds the containment_log table, and an empty log is format 8's index",
     9: "format 10 adds the stopranks table, which ranks the stop keys of stopkeys",
-    10: "format 11 adds the timeline, items, itemkeys and edges tables, empty in a state "
-    "of pages without history",
+    10: "format 11 adds the timeline, items, itemkeys, edges and simhashes tables, empty in "
+    "a min-hash state of pages without history",
 }
 #: the format from which the stopranks table is there to keep (no need to rank the stop keys)
 _RANKED = 10

@@ -32,7 +32,7 @@ from .transaction import Transaction
 __all__ = ["INDEX_TABLES", "IndexTable", "Meetings", "PostingIndex", "read_key_filter"]
 
 #: the tables that are posting indexes
-IndexTable = Literal["supershingles", "shingles", "containment", "itemkeys"]
+IndexTable = Literal["supershingles", "shingles", "containment", "itemkeys", "simhashes"]
 INDEX_TABLES: tuple[IndexTable, ...] = get_args(IndexTable)
 
 I64 = npt.NDArray[np.int64]

@@ -80,6 +80,7 @@ class RocksDBOptions:
                 "urls": 128,
                 "items": 8,
                 "itemkeys": 4,
+                "simhashes": 4,
             }
         )
     )

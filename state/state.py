@@ -76,6 +76,10 @@ class StateView:
         self.item_keys = PostingIndex(
             self.tx, "itemkeys", cap, SUPER_ENTRY, _of(key_filter, "itemkeys")
         )
+        # SimHash mode: a page's key in each of Manku's tables, with its size class
+        self.simhashes = PostingIndex(
+            self.tx, "simhashes", cap, SUPER_ENTRY, _of(key_filter, "simhashes")
+        )
 
     def commit(self) -> None:
         self.tx.commit()

@@ -37,6 +37,7 @@ Table = Literal[
     "items",  # item doc id -> the item as prepared (item mode)
     "itemkeys",  # item key -> posting list of item doc ids (item mode's candidates)
     "edges",  # doc id + doc id -> the score of their match (both ways round)
+    "simhashes",  # SimHash table key -> posting list of doc ids (SimHash mode's candidates)
 ]
 TABLES: tuple[Table, ...] = get_args(Table)
 

@@ -57,6 +57,7 @@ def _setting(name: str, metavar: str, help: str, convert: Callable[[str], object
 #: the detection settings a command may set (``neardup.core.Settings`` fields)
 SETTING_OPTIONS = (
     _setting("shingle_size", "W", "tokens per shingle", to_int),
+    _setting("sketch", "minhash|simhash", "sketch: bottom-s min-hash, or a 64-bit SimHash", str),
     _setting("threshold", "T", "resemblance that joins clusters", to_float),
     _setting("sample_size", "S", "bottom-s sample per document", to_int),
     _setting("num_bins", "K", "min-hash bins that super-shingles are cut from", to_int),

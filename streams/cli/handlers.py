@@ -54,6 +54,7 @@ __all__ = [
 
 _SETTING_FIELDS = (
     "shingle_size",
+    "sketch",
     "threshold",
     "sample_size",
     "num_bins",

@@ -37,9 +37,10 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 #: how a duplicate was found: identical bytes, identical canonical tokens, identical shingle
-#: set, estimated resemblance at or above the threshold, or (item mode) a combined score of
-#: the fields at or above it
-Method = Literal["exact", "canonical", "shingle", "near", "item"]
+#: set, estimated resemblance at or above the threshold, (item mode) a combined score of the
+#: fields at or above it, or (SimHash mode) a SimHash within the distance whose sample
+#: passed the verifier
+Method = Literal["exact", "canonical", "shingle", "near", "item", "simhash"]
 METHODS: tuple[Method, ...] = get_args(Method)
 
 
@@ -77,7 +78,8 @@ class DocRef(msgspec.Struct, frozen=True, gc=False):
 
 
 class Duplicate(msgspec.Struct, frozen=True, gc=False):
-    """A new document resembles a known one at or above the threshold and joined its cluster."""
+    """A new document resembles a known one at or above the threshold and joined its cluster.
+    ``distance``: the Hamming distance of their SimHashes (method ``simhash`` only)."""
 
     doc: DocRef
     match: DocRef
@@ -86,9 +88,10 @@ class Duplicate(msgspec.Struct, frozen=True, gc=False):
     containment: float
     cluster: int
     cluster_size: int
+    distance: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        made = {
             "schema": SCHEMA_VERSION,
             "type": "duplicate",
             "id": _event_id("duplicate", self.doc.doc_id),
@@ -100,6 +103,9 @@ class Duplicate(msgspec.Struct, frozen=True, gc=False):
             "cluster": format_id(self.cluster),
             "cluster_size": self.cluster_size,
         }
+        if self.distance is not None:
+            made["distance"] = self.distance
+        return made
 
 
 class ItemDuplicate(msgspec.Struct, frozen=True, gc=False):

@@ -26,6 +26,7 @@ from .admission import Admission, Twin, Verdict, admit_batch
 from .candidates import batch_candidates
 from .containment import ContainmentPair, meet_containment, post_containment, verify_containment
 from .result import Stage
+from .simhash import simhash_candidates, verify_simhash
 from .verify import verify_all
 
 __all__ = ["Ownership", "ShardFindings", "shard_stage"]
@@ -83,7 +84,9 @@ def shard_stage(
     fresh = [doc for doc, verdict in zip(docs, verdicts, strict=True) if verdict is Admission.NEW]
     posting = None if keeps is None else [keeps(doc.doc_id) for doc in fresh]
     own = fresh if posting is None else [d for d, kept in zip(fresh, posting, strict=True) if kept]
-    candidates = batch_candidates(view, fresh, settings, posting)
+    simhash = settings.sketch == "simhash"
+    find = simhash_candidates if simhash else batch_candidates
+    candidates = find(view, fresh, settings, posting)
     contained_met = None
     if settings.containment_sample:  # the index is kept whether or not events are asked for
         if settings.containment_threshold is not None:
@@ -91,8 +94,9 @@ def shard_stage(
         post_containment(view, own)
     found = time.perf_counter()
     local = {doc.doc_id: doc for doc in own}
-    verified, estimated = verify_all(
-        view, list(zip(fresh, candidates, strict=True)), settings, settings.threshold, local
+    verify = verify_simhash if simhash else verify_all
+    verified, estimated = verify(
+        view, list(zip(fresh, candidates, strict=True)), settings, settings.join_floor, local
     )
     near = {doc.doc_id: tuple(pairs) for doc, pairs in zip(fresh, verified, strict=True)}
     contained: dict[int, tuple[ContainmentPair, ...]] = {}
@@ -105,7 +109,7 @@ def shard_stage(
     checked = time.perf_counter()
     for doc, verdict in zip(docs, verdicts, strict=True):
         if keeps is None or keeps(doc.doc_id):
-            _keep(view, doc, verdict)
+            _keep(view, doc, verdict, simhash)
     return ShardFindings(
         verdicts=tuple(verdicts),
         near=tuple(
@@ -122,12 +126,18 @@ def shard_stage(
     )
 
 
-def _keep(view: StateView, doc: PreparedDoc, verdict: Verdict) -> None:
-    """Store a document this shard keeps: its sketch, or for a twin the document whose
-    sketch it shares."""
+def _keep(view: StateView, doc: PreparedDoc, verdict: Verdict, simhash: bool) -> None:
+    """Store a document this shard keeps: its sketch (and in SimHash mode its SimHash), or
+    for a twin the document whose sketch it shares."""
     page = doc.page
     if verdict is Admission.NEW:
-        record = DocRecord(page.url, page.fetched_at, doc.shingle_count, doc.sketch.values)
+        record = DocRecord(
+            page.url,
+            page.fetched_at,
+            doc.shingle_count,
+            doc.sketch.values,
+            simhash=doc.simhash if simhash else None,
+        )
     elif isinstance(verdict, Twin):
         empty = np.zeros(0, np.uint32)
         record = DocRecord(

@@ -15,6 +15,7 @@ from .admission import exact_twin
 from .candidates import query_candidates
 from .containment import query_containment, verify_containment
 from .events import DocRef, Method
+from .simhash import simhash_query_candidates, verify_simhash
 from .union import ref_of
 from .verify import EXACT, verify_all
 
@@ -54,8 +55,10 @@ def find_similar(
     contains at that much.
 
     Candidates come from the same indexes as ingestion (exact fingerprints, super-shingles,
-    short-document shingles, containment); each is verified, and those with resemblance or
-    containment (either way) of at least ``floor`` are returned. Excerpts cost most of a
+    short-document shingles, containment; in SimHash mode the SimHash tables, where every
+    page within the distance is a match, method ``near``, with its estimate and distance);
+    each is verified, and those with resemblance or containment (either way) of at least
+    ``floor`` are returned. Excerpts cost most of a
     query: a page half inside ``doc`` may be much smaller than it, so ``doc`` looks up a
     finer sample, and most of what that meets shares too little to tell before its sketch
     is read (docs/containment.md, "Cost").
@@ -74,7 +77,11 @@ def find_similar(
                 EXACT,
                 view.clusters.find(twin.doc_id),
             )
-    verified, _ = verify_all(view, [(doc, query_candidates(view, doc))], settings, 0.0)
+    if settings.sketch == "simhash":  # every page within the distance, with its estimate
+        asked = [(doc, simhash_query_candidates(view, doc))]
+        verified, _ = verify_simhash(view, asked, settings, 0.0)
+    else:
+        verified, _ = verify_all(view, [(doc, query_candidates(view, doc))], settings, 0.0)
     found: list[tuple[int, Estimate, MatchMethod]] = [(c, e, "near") for c, e in verified[0]]
     if settings.containment_sample:
         # a page half in the query is found as a stored page finds what it contains; a page

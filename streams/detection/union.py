@@ -226,15 +226,17 @@ def _join(
     survivor, size, retired_sizes = joined
     if retired_sizes:
         size = retired_sizes[-1][1]  # the duplicate names the size after every merge
+    distance = estimate.distance  # a SimHash mode match says how far it was
     events.append(
         Duplicate(
             me,
             ref_of(view, best_id),  # stored: stores go in order, and matches are earlier ones
-            method,
+            method if distance is None else "simhash",
             estimate.resemblance,
             estimate.containment,
             survivor,
             size,
+            distance,
         )
     )
     for retired, merged_size in retired_sizes:

@@ -14,7 +14,7 @@ EXACT = Estimate(1.0, 1.0, 1.0, True)
 
 def stored_sketch(record: DocRecord, settings: Settings) -> Sketch:
     return Sketch(
-        record.sketch, record.shingle_count, settings.sample_size, sketch_family(settings)
+        record.sketch, record.shingle_count, settings.sample_kept, sketch_family(settings)
     )
 
 

@@ -9,7 +9,10 @@ detector's to the last bit.
     message  = [VERSION, shard, offset, previous, heads | None, verdicts, near, contained,
                 candidates, pairs estimated]
     verdict  = 0 (new) | 1 (repeat) | [twin id, method, owner]
-    pair     = [doc id, resemblance, containment, reverse containment, exact]
+    pair     = [doc id, resemblance, containment, reverse containment, exact,
+                SimHash distance | nil]
+
+Version 1 had no distance (SimHash mode's pairs carry it to the union stage's events).
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from ..detection.union import DocHead
 
 __all__ = ["ShardMessage", "decode_findings", "encode_findings"]
 
-VERSION = 1
+VERSION = 2
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder()
-_Pair = tuple[int, float, float, float, bool]
+_Pair = tuple[int, float, float, float, bool, int | None]
 #: the message's layout: msgspec checks every type and builds the heads and twins in C, where
 #: a loop in Python over every document was most of the decoding; tuples, so that the many
 #: documents that found nothing share the empty one instead of a new list each
@@ -129,7 +132,7 @@ _KNOWN: dict[object, Verdict] = {0: Admission.NEW, 1: Admission.REPEAT}
 def _pairs(found: Found) -> list[list[list[Any]]]:
     return [
         [
-            [doc_id, e.resemblance, e.containment, e.containment_reverse, e.exact]
+            [doc_id, e.resemblance, e.containment, e.containment_reverse, e.exact, e.distance]
             for doc_id, e in pairs
         ]
         for pairs in found
@@ -142,4 +145,9 @@ def _read_pairs(raw: tuple[tuple[_Pair, ...], ...]) -> Found:
 
 
 def _read_pairs_of(pairs: tuple[_Pair, ...]) -> tuple[tuple[int, Estimate], ...]:
-    return tuple([(doc_id, Estimate(r, c, back, exact)) for doc_id, r, c, back, exact in pairs])
+    return tuple(
+        [
+            (doc_id, Estimate(r, c, back, exact, distance))
+            for doc_id, r, c, back, exact, distance in pairs
+        ]
+    )

@@ -51,8 +51,23 @@ def _doc(view: StateView, doc_id: int) -> dict[str, Any]:
 
 def _sketch(view: StateView, state: State, doc_id: int) -> Sketch | None:
     """The sketch that stands for a stored document (its own, or its exact twin's)."""
+    found = _sketch_and_simhash(view, state, doc_id)
+    return None if found is None else found[0]
+
+
+def _sketch_and_simhash(
+    view: StateView, state: State, doc_id: int
+) -> tuple[Sketch, int | None] | None:
+    """``_sketch``, with the SimHash that stands for the document in SimHash mode."""
     owner = view.documents.sketch_owner(doc_id)
-    return None if owner is None else stored_sketch(owner[1], state.settings)
+    if owner is None:
+        return None
+    return stored_sketch(owner[1], state.settings), owner[1].simhash
+
+
+def _distance(a: int | None, b: int | None) -> dict[str, int]:
+    """The Hamming distance of two SimHashes as an answer's field (SimHash mode), or none."""
+    return {} if a is None or b is None else {"distance": (a ^ b).bit_count()}
 
 
 def _latest(view: StateView, url: str) -> int | None:
@@ -103,17 +118,17 @@ def _ranked_members(
 ) -> list[dict[str, Any]]:
     """The other members of a cluster with their estimated resemblance and containment to
     ``doc_id``, most similar first, the newest first among equals."""
-    mine = _sketch(view, state, doc_id)
+    mine = _sketch_and_simhash(view, state, doc_id)
     found: list[dict[str, Any]] = []
     members, _ = view.clusters.members_of(root)
     for member in members:
         record = view.documents.ref(member)
-        other = _sketch(view, state, member)
+        other = _sketch_and_simhash(view, state, member)
         if member == doc_id or mine is None or record is None or other is None:
             continue
         if record.url == skip_url:
             continue
-        e = estimate(mine, other)
+        e = estimate(mine[0], other[0])
         found.append(
             {
                 "url": record.url,
@@ -122,6 +137,7 @@ def _ranked_members(
                 "resemblance": round(e.resemblance, 4),
                 "containment": round(e.containment, 4),
                 "contains": round(e.containment_reverse, 4),
+                **_distance(mine[1], other[1]),
             }
         )
     found.sort(key=lambda item: str(item["fetched_at"] or ""), reverse=True)  # newest first ...
@@ -169,9 +185,9 @@ def history(state: State, url: str) -> dict[str, Any]:
     if not versions:
         return {"url": url, "known": False, "versions": []}
     answer: list[dict[str, Any]] = []
-    before: Sketch | None = None
+    before: tuple[Sketch, int | None] | None = None
     for fetched_at, doc_id in versions:
-        sketch = _sketch(view, state, doc_id)
+        stored = _sketch_and_simhash(view, state, doc_id)
         entry: dict[str, Any] = {
             "id": format_id(doc_id),
             "fetched_at": fetched_at or None,
@@ -180,13 +196,15 @@ def history(state: State, url: str) -> dict[str, Any]:
             "containment_in_previous": None,
             "previous_contained": None,
         }
-        if before is not None and sketch is not None:
-            e = estimate(sketch, before)
+        if before is not None and stored is not None:
+            e = estimate(stored[0], before[0])
             entry["resemblance_to_previous"] = round(e.resemblance, 4)
             entry["containment_in_previous"] = round(e.containment, 4)
             entry["previous_contained"] = round(e.containment_reverse, 4)
+            if far := _distance(stored[1], before[1]):
+                entry["distance_to_previous"] = far["distance"]
         answer.append(entry)
-        before = sketch if sketch is not None else before
+        before = stored if stored is not None else before
     return {"url": url, "known": True, "versions": answer}
 
 

@@ -95,6 +95,7 @@ def _match_json(match: Match) -> dict[str, Any]:
         "exact": e.exact,
         "method": match.method,
         "cluster": format_id(match.cluster),
+        **({} if e.distance is None else {"distance": e.distance}),
     }
 
 

@@ -37,13 +37,16 @@ def _same(a: PreparedDoc, b: PreparedDoc) -> bool:
         and a.containment_keys.tolist() == b.containment_keys.tolist()
         and (a.containment_level, a.containment_lookup)
         == (b.containment_level, b.containment_lookup)
+        and a.simhash == b.simhash
+        and a.simhash_keys.tolist() == b.simhash_keys.tolist()
         and (a.page.url, a.page.fetched_at, a.page.content_type)
         == (b.page.url, b.page.fetched_at, b.page.content_type)
     )
 
 
-def test_every_field_detection_needs_survives_the_wire() -> None:
-    settings = Settings()
+@pytest.mark.parametrize("sketch", ["minhash", "simhash"])
+def test_every_field_detection_needs_survives_the_wire(sketch: str) -> None:
+    settings = Settings(sketch=sketch)  # type: ignore[arg-type]
     wordless = [
         Page("https://empty.example/", "<html><script>var x;</script></html>", "", "text/html"),
         Page("https://two.example/", "two words", "2026-01-01T00:00:00.000000Z"),
@@ -54,6 +57,11 @@ def test_every_field_detection_needs_survives_the_wire() -> None:
     assert all(_same(a, b) for a, b in zip(docs, decoded, strict=True))
     assert all(doc.page.content == "" for doc in decoded)  # the content stays behind
     assert any(doc.fingerprints.canonical is None for doc in decoded)  # a page without words
+    if sketch == "simhash":  # a SimHash and a key per table, for every page with shingles
+        assert all(len(d.simhash_keys) == 16 for d in decoded if d.shingle_count)
+        assert all(d.sketch.sample_size == 16 for d in decoded)
+        assert len({d.simhash for d in decoded}) > len(decoded) / 2
+        return
     banded = [len(doc.super_shingles) > 0 for doc in decoded]  # too short to band, or not
     assert any(banded) and not all(banded)
 
@@ -72,6 +80,7 @@ def test_every_field_detection_needs_survives_the_wire() -> None:
             Settings(),
             Settings(shingle_size=2, sample_size=16, short_limit=8, containment_sample=8),
             Settings(containment_threshold=0.5),
+            Settings(sketch="simhash", shingle_size=2),
         ]
     ),
 )
@@ -83,7 +92,9 @@ def test_round_trip_of_any_pages(raw: list[tuple[str, str, str]], settings: Sett
     assert len(decoded) == len(docs)
 
 
-@pytest.mark.parametrize("settings", [Settings(), Settings(containment_threshold=0.3)])
+@pytest.mark.parametrize(
+    "settings", [Settings(), Settings(containment_threshold=0.3), Settings(sketch="simhash")]
+)
 def test_detection_on_decoded_documents_gives_the_same_events(settings: Settings) -> None:
     pages = _sample_pages() + family_pages(11)
     docs = Preparer(settings).prepare(pages)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -124,6 +126,39 @@ def test_settings_round_trip_and_incompatibilities() -> None:
     differences = Settings().incompatibilities(settings)
     assert any(d.startswith("shingle_size") for d in differences)
     assert not Settings().incompatibilities(Settings(posting_cap=10))
+
+
+def test_simhash_mode_keeps_no_containment_index_and_no_threshold_of_its_own() -> None:
+    simhash = Settings(sketch="simhash")
+    assert simhash.containment_sample == 0  # the default index, switched off
+    assert Settings().replace(sketch="simhash") == simhash  # as the CLI makes a new state's
+    assert (simhash.sample_kept, simhash.join_floor) == (16, 0.7)
+    assert (Settings().sample_kept, Settings(threshold=0.6).join_floor) == (256, 0.6)
+    refused = [
+        ({"sketch": "bloom"}, "sketch='bloom' is unknown"),
+        ({"sketch": "simhash", "threshold": 0.8}, "threshold=0.8 does not apply"),
+        ({"sketch": "simhash", "containment_threshold": 0.5}, "containment_threshold=0.5"),
+        ({"sketch": "simhash", "containment_sample": 128}, "containment_sample=128"),
+    ]
+    for fields, named in refused:
+        with pytest.raises(SettingsError, match="use") as caught:
+            Settings(**fields)  # type: ignore[arg-type]
+        assert named in str(caught.value)
+    # asked for by name, even the default size is refused
+    with pytest.raises(SettingsError, match="containment_sample=64: sketch='simhash'"):
+        Settings().replace(sketch="simhash", containment_sample=64)
+    with pytest.raises(SettingsError, match="keeps no containment index"):
+        simhash.replace(containment_sample=64)
+    assert simhash.replace(containment_sample=0, posting_cap=10).posting_cap == 10
+
+
+def test_a_switch_of_sketch_is_an_incompatibility_and_older_settings_are_min_hash() -> None:
+    simhash = Settings(sketch="simhash")
+    assert Settings.from_json(simhash.to_json()).to_json() == simhash.to_json()
+    assert "sketch: stored 'minhash', requested 'simhash'" in simhash.incompatibilities(Settings())
+    older = {k: v for k, v in json.loads(Settings().to_json()).items() if k != "sketch"}
+    # stored before the field: a min-hash state
+    assert Settings.from_json(json.dumps(older)).to_json() == Settings().to_json()
 
 
 def test_settings_are_frozen() -> None:

@@ -63,6 +63,19 @@ def test_settings_are_stored_and_incompatible_reopen_is_refused(tmp_path: Path) 
         assert state.settings.posting_cap == 50  # not a sketch parameter: may change
 
 
+def test_a_state_refuses_a_switch_of_sketch(tmp_path: Path) -> None:
+    with State.open(tmp_path / "s", Settings(sketch="simhash")) as state:
+        assert state.settings.sketch == "simhash"
+    with State.open(tmp_path / "s") as state:
+        assert state.settings.to_json() == Settings(sketch="simhash").to_json()
+    with pytest.raises(IncompatibleStateError, match="sketch: stored 'simhash', requested"):
+        State.open(tmp_path / "s", Settings())
+    with State.open(tmp_path / "m", Settings()):
+        pass
+    with pytest.raises(IncompatibleStateError, match="sketch: stored 'minhash', requested"):
+        State.open(tmp_path / "m", Settings(sketch="simhash"))
+
+
 #: the tables each older format lacks
 _ADDED_SINCE = {8: ("containment_log", "stopranks"), 9: ("stopranks",)}
 

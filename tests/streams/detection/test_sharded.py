@@ -62,12 +62,15 @@ def _batches(pages: list[Page], size: int, settings: Settings) -> list[list]:  #
     return [preparer.prepare(pages[i : i + size]) for i in range(0, len(pages), size)]
 
 
-@hypothesis_settings(max_examples=12)
-@given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 17), st.booleans())
+#: the min-hash mode, with containment events, and SimHash mode
+_MODES = [Settings(), Settings(containment_threshold=0.5), Settings(sketch="simhash")]
+
+
+@hypothesis_settings(max_examples=15)
+@given(st.integers(0, 10_000), st.integers(1, 4), st.integers(1, 17), st.sampled_from(_MODES))
 def test_shards_and_union_find_what_the_embedded_detector_finds(
-    seed: int, shards: int, batch: int, contained: bool
+    seed: int, shards: int, batch: int, settings: Settings
 ) -> None:
-    settings = Settings(containment_threshold=0.5 if contained else None)
     batches = _batches(_corpus(seed), batch, settings)
     with State.open(None, settings) as embedded:
         detector = Detector(embedded)

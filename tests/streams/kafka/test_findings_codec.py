@@ -19,11 +19,15 @@ _HEADS = (
 )
 
 
+#: a SimHash mode pair: its distance goes to the union stage's event
+_SIMHASH = Estimate(0.75, 0.8, 0.7, False, 3)
+
+
 def _message() -> ShardMessage:
     near = Estimate(0.1 + 0.2, 0.9, 1 / 3, False)  # floats with no short decimal form
     found = ShardFindings(
         verdicts=(Admission.NEW, Twin(7, "canonical", 5), Admission.NEW, Admission.REPEAT),
-        near=(((5, near), (3, Estimate(0.8, 0.8, 0.8, True))), (), (), ()),
+        near=(((5, near), (3, Estimate(0.8, 0.8, 0.8, True))), (), ((9, _SIMHASH),), ()),
         contained=((), (), ((11, Estimate(0.05, 0.02, 0.97, False)),), ()),
         candidates=9,
         pairs_estimated=4,
@@ -56,11 +60,12 @@ def _with(position: int, value: object) -> bytes:
     [
         (b"\x93\x01", "cannot be read"),  # cut short
         (b"not msgpack at all", "cannot be read"),
-        (_with(0, 2), "version 2, this neardup reads 1"),
+        (_with(0, 1), "version 1, this neardup reads 2"),
+        (_with(6, [[[5, 0.9, 0.9, 0.3, False]], [], [], []]), "cannot be read"),  # version 1
         (_with(5, [0, 2, 0, 1]), "cannot be read"),  # no verdict 2
         (_with(5, [0, [7, "similar", 5], 0, 1]), "cannot be read"),  # no such method
         (_with(5, [0, [7, "exact"], 0, 1]), "cannot be read"),  # a twin without its owner
-        (_with(6, [[[5, "high", 0.9, 0.3, False]], [], [], []]), "cannot be read"),
+        (_with(6, [[[5, "high", 0.9, 0.3, False, None]], [], [], []]), "cannot be read"),
     ],
 )
 def test_a_damaged_findings_message_is_refused_with_a_reason(raw: bytes, says: str) -> None:

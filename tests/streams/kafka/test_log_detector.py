@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from neardup.core import Page, Preparer, Settings
-from neardup.core.prepared_codec import encode_batch
+from neardup.core.prepared_codec import decode_batch, encode_batch
 from neardup.state import TABLES, State
 from neardup.streams import Detector
 from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.kafka.log_detector import LogDetector
 
-from tests.helpers import family_pages, partition, settled_tables
+from tests.helpers import family_pages, partition, random_text, settled_tables
 
 LOG = "nd-prepared"
 CRASHES = ("none", "before-send", "before-commit", "before-ack", "new-worker")
@@ -107,6 +108,40 @@ def test_any_interleaving_and_any_crash_give_the_embedded_clusters(
     first: dict[object, dict[str, object]] = {}
     for event in sent:  # a repeated event is the same event
         assert first.setdefault(event["id"], event) == event
+
+
+@settings(suppress_health_check=[HealthCheck.large_base_example], max_examples=10)
+@given(st.integers(0, 10_000), st.sampled_from([1, 3]), st.randoms(use_true_random=False))
+def test_simhash_mode_folded_from_the_log_is_the_embedded_run(
+    seed: int, partitions: int, rng: random.Random
+) -> None:
+    """Prepared messages carry each page's SimHash and table keys; a log detector applying
+    them through crashes and takeovers ends as the embedded detector given the same pages
+    in the log's order: the same clusters, events (their distances too) and tables."""
+    config = Settings(sketch="simhash")
+    pages = family_pages(seed, families=5, size=4)
+    pages += [Page(p.url + "?copy", p.content, p.fetched_at) for p in pages[::3]]
+    words = random_text(np.random.default_rng(seed), 200)
+    swapped = [*words[:100], words[101], words[100], *words[102:]]  # the same words: distance 0
+    pages += [
+        Page("https://w.example/1", " ".join(words)),
+        Page("https://w.example/2", " ".join(swapped)),
+    ]
+    log = _log(pages, partitions, rng, config)
+    by_id = {page.doc_id: page for page in pages}
+    order = [by_id[d.doc_id] for message in log for d in decode_batch(message, config)]
+    with State.open(None, config) as embedded:
+        expected = Detector(embedded).process(order).events
+        tables = settled_tables(embedded)
+        clusters = partition(embedded)
+    state, sent = _fold(log, config, rng)
+    with state:
+        assert partition(state) == clusters
+        folded = settled_tables(state)
+        folded["meta"] = [(k, v) for k, v in folded["meta"] if not k.startswith(b"log-offset:")]
+        assert folded == tables
+    assert {e["id"]: e for e in sent} == {e.to_json()["id"]: e.to_json() for e in expected}
+    assert any(e["method"] == "simhash" and "distance" in e for e in sent)
 
 
 def _tables(state: State) -> dict[str, list[tuple[bytes, bytes]]]:
