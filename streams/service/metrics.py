@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 from neardup.state import State, StateView
+from neardup.state.postings import INDEX_TABLES
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -45,7 +46,8 @@ _STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 #: minutes
 _LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
-_INDEXES = ("supershingles", "shingles", "containment")
+#: every posting index (the pages' three, SimHash mode's tables, item mode's keys)
+_INDEXES = INDEX_TABLES
 
 
 def size_class_label(size_class: int) -> str:

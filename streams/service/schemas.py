@@ -133,6 +133,8 @@ class Match(Ranked, kw_only=True):
     exact: bool
     method: Method
     cluster: Id
+    #: SimHash mode: the Hamming distance of the two pages' SimHashes
+    distance: Annotated[int, Meta(ge=0, le=64)] | UnsetType = UNSET
 
 
 class Similar(Struct):

@@ -12,16 +12,18 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
-from neardup.core import Page
+from neardup.core import Page, Settings
 from neardup.state import State
+from neardup.streams import Detector
 from neardup.streams.running import queries, reports
 from neardup.streams.service import HttpServer, LiveState, query_app
 
-from tests.helpers import two_sweeps
+from tests.helpers import family_pages, two_sweeps
 
 from .conftest import call, serving
 
@@ -97,6 +99,20 @@ def test_similar_documents_to_posted_content_and_to_a_stored_url(
         ("https://site.example/blog/3", 1.0)
     ]
     assert swept_state.view().counters.get("documents") == before  # queries change nothing
+
+
+def test_similar_on_a_simhash_state_gives_the_distance_as_the_cli(tmp_path: Path) -> None:
+    pages = family_pages(3)
+    with State.open(tmp_path / "sim", Settings(sketch="simhash")) as state:
+        Detector(state).process(pages)
+        with serving(state) as service:
+            words = pages[0].content.split()
+            edited = " ".join([*words[:-1], "changed"])  # one word: a near-exact copy
+            matches = _post(service, "/similar", {"content": edited})["matches"]
+        query = Page(url="query:", content=edited, content_type="text/html")
+        assert matches == reports.similar_to_content(state, query, 10, 0.0)
+    near = [match for match in matches if match["method"] == "near"]
+    assert near and all(0 <= match["distance"] <= 3 for match in near)
 
 
 def test_similar_with_containment_finds_the_sources_of_an_excerpt(
