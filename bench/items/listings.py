@@ -10,6 +10,11 @@ and pin, another name and suite), and the same kind of name in other cities.
 
 ``flavour="coords"`` gives locations to most records, ``"plain"`` to none; ``rich`` adds a
 description and a price (``extras.py``). Vocabularies are written here (no download).
+
+Up to about 20,000 listings share twelve real cities; a larger corpus also spreads over
+made-up towns (``towns_for``), about ``LISTINGS_PER_TOWN`` listings a town, as a national
+catalogue spreads over many towns: with twelve cities only, a million listings would put
+80,000 in each, far denser than any real town.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 
 from .extras import add_extras, details_of
 
-__all__ = ["Listing", "generate"]
+__all__ = ["LISTINGS_PER_TOWN", "Listing", "generate", "towns_for"]
 
 CITIES = [
     ("Springfield", 39.7817, -89.6501),
@@ -38,6 +43,44 @@ CITIES = [
     ("Bristol", 36.5951, -82.1887),
     ("Clinton", 42.4168, -71.6829),
 ]
+#: listings a town holds on average once a corpus outgrows the twelve cities
+LISTINGS_PER_TOWN = 1_700
+_TOWN_STARTS = [
+    "Ash", "Bel", "Brook", "Cedar", "Clear", "Elm", "Fair", "Glen", "Green", "High", "Lake",
+    "Maple", "Mill", "North", "Oak", "Pine", "Red", "River", "Rock", "Spring", "Stone", "West",
+    "Wood", "Ham", "Hart", "Kings", "Mar", "Rose", "Sand", "Silver",
+]  # fmt: skip
+_TOWN_ENDS = [
+    "field", "ford", "ton", "ville", "burg", "dale", "port", "wood", "view", "haven", "brook",
+    "mont", "ridge", "side", "land", "bury", "wick", "stead",
+]  # fmt: skip
+_TOWN_QUALIFIERS = ["", "East ", "West ", "North ", "South ", "New ", "Port ", "Mount "]
+
+
+def towns_for(count: int) -> list[tuple[str, float, float]]:
+    """The towns of a corpus of ``count`` listings: the twelve cities, and for a larger
+    corpus made-up towns at random places in the contiguous United States (seeded: the same
+    for every call)."""
+    wanted = count // LISTINGS_PER_TOWN
+    if wanted <= len(CITIES):
+        return list(CITIES)
+    rng = random.Random("towns")
+    names = [
+        f"{qualifier}{start}{end}"
+        for qualifier in _TOWN_QUALIFIERS
+        for start in _TOWN_STARTS
+        for end in _TOWN_ENDS
+    ]
+    rng.shuffle(names)
+    taken = {name for name, _, _ in CITIES}
+    made = [name for name in names if name not in taken][: wanted - len(CITIES)]
+    return [
+        *CITIES,
+        *((name, round(rng.uniform(30.0, 48.0), 4), round(rng.uniform(-122.0, -72.0), 4))
+          for name in made),
+    ]  # fmt: skip
+
+
 STREETS = [
     "Main",
     "Oak",
@@ -376,11 +419,13 @@ def _phone(rng: random.Random) -> str:
     return f"{rng.randint(201, 989)}{rng.randint(200, 999)}{rng.randint(0, 9999):04d}"
 
 
-def _entities(rng: random.Random, count: int) -> Iterator[_Entity]:
+def _entities(
+    rng: random.Random, count: int, towns: list[tuple[str, float, float]]
+) -> Iterator[_Entity]:
     made = 0
     while made < count:
-        city = rng.randrange(len(CITIES))
-        _, clat, clon = CITIES[city]
+        city = rng.randrange(len(towns))
+        _, clat, clon = towns[city]
         roll = rng.random()
         if roll < 0.1:  # a chain: several branches on one street, more elsewhere in town
             name, street, suffix = rng.choice(CHAINS), _street(rng), rng.randrange(len(SUFFIXES))
@@ -485,9 +530,8 @@ def _phone_format(rng: random.Random, digits: str) -> str:
 
 
 def _record(
-    rng: random.Random, entity: _Entity, index: int, first: bool, flavour: str
+    rng: random.Random, entity: _Entity, index: int, first: bool, flavour: str, city: str
 ) -> dict[str, Any]:
-    city = CITIES[entity.city][0]
     source = "atlas" if rng.random() < 0.5 else "yellow"
     record: dict[str, Any] = {
         "id": f"r{index}",
@@ -528,7 +572,8 @@ def generate(
     rng = random.Random(seed)
     extra_rng = random.Random(f"{seed}/extras")
     listings: list[Listing] = []
-    entities = _entities(rng, count)
+    towns = towns_for(count)
+    entities = _entities(rng, count, towns)
     while len(listings) < count:
         entity = next(entities)
         copies = 1 + (min(4, int(rng.expovariate(1.0))) if rng.random() < 0.45 else 0)
@@ -536,9 +581,9 @@ def generate(
         if rich:  # a chain's branches share their description and prices
             key = entity.name if entity.name in CHAINS else entity.entity
             street = f"{entity.street} {SUFFIXES[entity.suffix][0]}"
-            details = details_of(key, seed, entity.name, CITIES[entity.city][0], street)
+            details = details_of(key, seed, entity.name, towns[entity.city][0], street)
         for copy in range(copies):
-            record = _record(rng, entity, len(listings), copy == 0, flavour)
+            record = _record(rng, entity, len(listings), copy == 0, flavour, towns[entity.city][0])
             if details is not None:
                 add_extras(record, details, copy == 0, extra_rng)
             listings.append(Listing(record, entity.entity))
