@@ -14,7 +14,13 @@ from concurrent.futures import Future
 from functools import partial
 from typing import IO, Any, cast
 
-from neardup.core import DEFAULT_MAX_RECORD_BYTES, Page, PreparedDoc
+from neardup.core import (
+    DEFAULT_MAX_RECORD_BYTES,
+    BadRecordError,
+    Page,
+    PreparedDoc,
+    page_from_json,
+)
 from neardup.core.items.prepare import PreparedItem
 from neardup.core.items.schema import ItemSchema
 from neardup.core.prepared_codec import decode_batch
@@ -23,11 +29,12 @@ from neardup.state import State
 from ..detection import BatchListener, BatchResult, Detector, Stage, encode_event
 from ..detection.history import DEFAULT_HISTORY_EVERY, HistoryRecorder
 from ..detection.items import ItemDetector
-from .inputs import DeadLetter, NumberedLine, iter_numbered_lines, iter_records
+from .inputs import DeadLetter, NumberedLine, is_warc, iter_numbered_lines, iter_records
 from .prepare_work import (
     DEFAULT_BATCH_BYTES,
+    Prepared,
     PrepareMode,
-    decode_item_batch,
+    decode_items,
     executor,
     prepare_encoded_timed,
     prepare_items_timed,
@@ -42,10 +49,8 @@ __all__ = ["DEFAULT_BATCH_SIZE", "run"]
 #: pages prepared together and written in one transaction
 DEFAULT_BATCH_SIZE = 256
 
-#: a batch's prepared documents (from a child process, in binary: ``prepare_work``), or
-#: items (an encoded ``ItemBatch``), and the seconds preparing them took
-Prepared = tuple[list[PreparedDoc] | bytes, float]
-#: what a batch is made of: pages, or the lines of item records
+#: what a batch is made of: pages, or the lines of records to be parsed where they are
+#: prepared (items; pages prepared in a child process)
 Record = Page | NumberedLine
 
 
@@ -80,10 +85,12 @@ def _batches(
 
 
 def _all_records(
-    inputs: Iterable[str], max_bytes: int, items: bool
+    inputs: Iterable[str], max_bytes: int, items: bool, lines: bool
 ) -> Iterator[Record | DeadLetter]:
+    """Every input's records: item records, and with ``lines`` JSON Lines pages, as their
+    lines, parsed where they are prepared (a bad one is a dead letter with its line)."""
     for name in inputs:
-        if items:  # parsed where they are prepared: a bad one is a dead letter with its line
+        if items or (lines and not is_warc(name)):
             yield from iter_numbered_lines(name, max_bytes)
         else:
             yield from iter_records(name, max_bytes)
@@ -101,6 +108,37 @@ def _until_stopped(
         except (StopIteration, Stopped):
             return
         yield record
+
+
+class _ParseBalance:
+    """Where a batch of JSON Lines pages is parsed when a child process prepares them: in the
+    child, unless the child took longer over the last batch than this process over its
+    detection (the SimHash mode's detection is light, min-hash's is not: each side's load
+    depends on the settings and the pages, so it is measured, batch by batch)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        #: the seconds of the last batch: the child's, this process's, and this process's
+        #: wait for the child (not work)
+        self.child = self.parent = self.waited = 0.0
+
+    def here(self) -> bool:
+        return self.enabled and self.child > self.parent
+
+
+def _parsed_here(
+    batch: list[Record], dead: list[DeadLetter], max_bytes: int
+) -> tuple[list[Record], list[DeadLetter]]:
+    pages: list[Record] = []
+    for record in batch:
+        if isinstance(record, NumberedLine):
+            try:
+                pages.append(page_from_json(record.raw, max_bytes))
+            except BadRecordError as error:
+                dead.append(record.refused(error.reason, str(error)))
+        else:
+            pages.append(record)
+    return pages, dead
 
 
 def run(
@@ -130,22 +168,24 @@ def run(
     JSON Lines of records of this schema (``detection.items``)."""
     stage = Detector(state).stage if items is None else ItemDetector(state, items).stage
     history = HistoryRecorder(history_every)
+    balance = _ParseBalance(items is None and prepare == "process")
     summary = RunSummary()
     started = time.monotonic()
 
     def opened(
         pages: Future[Prepared], batch: list[Record], dead: list[DeadLetter]
     ) -> tuple[list[PreparedDoc] | list[PreparedItem], float]:
-        """A batch's prepared documents or items, decoded, and the seconds they took; an
-        item record refused while preparing joins the batch's dead letters."""
-        prepared, preparing = pages.result()
+        """A batch's prepared documents or items, decoded, and the seconds they took; a
+        record refused while preparing joins the batch's dead letters."""
+        waiting_since = time.perf_counter()
+        prepared, refused, preparing = pages.result()
+        balance.child, balance.waited = preparing, time.perf_counter() - waiting_since
         decoding = time.perf_counter()
+        lines = cast(list[NumberedLine], batch)  # only lines are parsed, and refused, there
+        dead.extend(lines[index].refused(*why) for index, *why in refused)
         if items is not None:
             assert isinstance(prepared, bytes)
-            decoded = decode_item_batch(prepared)
-            lines = cast(list[NumberedLine], batch)
-            dead.extend(lines[index].refused(*why) for index, *why in decoded.refused)
-            return decoded.items, preparing + time.perf_counter() - decoding
+            return decode_items(prepared), preparing + time.perf_counter() - decoding
         if isinstance(prepared, bytes):
             prepared = decode_batch(prepared, state.settings)
         return prepared, preparing + time.perf_counter() - decoding
@@ -191,27 +231,34 @@ def run(
         for observer in observers:
             observer.update(summary)
 
+    prepare_batch: Callable[[list[Any], str], Prepared]
+    context = state.settings.to_json() if items is None else items.to_json()
     if items is not None:
-        context = items.to_json()
-        prepare_batch: Callable[[list[Any], str], Prepared] = partial(
-            prepare_items_timed, max_bytes=max_record_bytes
-        )
+        prepare_batch = partial(prepare_items_timed, max_bytes=max_record_bytes)
+    elif prepare == "process":
+        prepare_batch = partial(prepare_encoded_timed, max_bytes=max_record_bytes)
     else:
-        context = state.settings.to_json()
-        prepare_batch = prepare_encoded_timed if prepare == "process" else prepare_pages_timed
+        prepare_batch = prepare_pages_timed
     # The next batch is prepared (parsed, tokenised, sketched) while this one is ingested;
     # batches are still ingested one at a time, in input order.
-    records = _all_records(inputs, max_record_bytes, items is not None)
+    records = _all_records(inputs, max_record_bytes, items is not None, prepare == "process")
     if signals is not None:
         records = _until_stopped(records, signals)
     with executor(prepare) as preparing:
         waiting: tuple[Future[Prepared] | None, list[Record], list[DeadLetter]] | None = None
-        for batch, dead in _batches(records, batch_size, batch_bytes):
-            work = [r.raw if isinstance(r, NumberedLine) else r for r in batch]
+        since = time.perf_counter()  # this process's work a batch: reading, parsing, detecting
+        for lines, dead in _batches(records, batch_size, batch_bytes):
+            batch, dead = (
+                _parsed_here(lines, dead, max_record_bytes) if balance.here() else (lines, dead)
+            )
+            work: list[Any] = [r.raw if isinstance(r, NumberedLine) else r for r in batch]
             ahead = preparing.submit(prepare_batch, work, context) if batch else None
+            balance.waited = 0.0
             if waiting is not None:
                 finish(*waiting)
             waiting = (ahead, batch, dead)
+            now = time.perf_counter()
+            balance.parent, since = now - since - balance.waited, now
         if waiting is not None:
             finish(*waiting)
     if signals is not None and signals.requested is not None:
