@@ -26,11 +26,24 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 _LEFT_WAIT_SECONDS = 10.0
 
 
+#: the environment's processes running before the suite (a benchmark, a run in another
+#: terminal): not the suite's to judge or stop
+_BEFORE: set[int] = set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _BEFORE.update(left_behind())
+
+
+def _left_by_the_suite() -> dict[int, str]:
+    return {pid: line for pid, line in left_behind().items() if pid not in _BEFORE}
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The suite leaves no process of its virtual environment behind: what a test started
     and did not stop fails the session (and is stopped here)."""
     deadline = time.monotonic() + _LEFT_WAIT_SECONDS
-    while (left := left_behind()) and time.monotonic() < deadline:
+    while (left := _left_by_the_suite()) and time.monotonic() < deadline:
         time.sleep(0.2)
     if not left:
         return
