@@ -22,7 +22,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["KeyFilter"]
+__all__ = ["KEPT_WHOLE_MAGIC", "KeyFilter"]
 
 U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
@@ -35,6 +35,9 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers: bijections of 64-bit in
 _MIX_BITS = np.uint64(0xC2B2AE3D27D4EB4F)
 _SIX = np.uint64(63)
 _MAGIC = b"NDKF1"
+#: how a filter written whole (``to_bytes``) starts, as states kept them before the pieces
+KEPT_WHOLE_MAGIC = _MAGIC
+_PIECES_MAGIC = b"NDKF2"
 _STAGE = struct.Struct("<QQ")  # capacity, count
 _WORD = np.dtype("<u8")
 
@@ -97,14 +100,49 @@ class KeyFilter:
         return made
 
     def to_bytes(self) -> bytes:
-        """The filter as bytes, for ``from_bytes``."""
-        parts = [_MAGIC, len(self._stages).to_bytes(4, "little")]
+        """The filter as one value, for ``from_bytes``."""
+        parts: list[bytes | memoryview] = [_MAGIC, len(self._stages).to_bytes(4, "little")]
         for stage in self._stages:
             parts += [
                 _STAGE.pack(stage.capacity, stage.count),
-                stage.words.astype(_WORD, copy=False).tobytes(),
+                stage.words.astype(_WORD, copy=False).data.cast("B"),
             ]
         return b"".join(parts)
+
+    def pieces(self, size: int) -> list[bytes | memoryview]:
+        """The filter as its head and its words in pieces of at most ``size`` bytes, views of
+        the words rather than copies, for ``from_pieces``: a large state's filters (tens of
+        MB) are kept a piece at a time as a run ends, not as one value of them all."""
+        head = [_PIECES_MAGIC, len(self._stages).to_bytes(4, "little")]
+        head += [_STAGE.pack(stage.capacity, stage.count) for stage in self._stages]
+        out: list[bytes | memoryview] = [b"".join(head)]
+        for stage in self._stages:
+            words = stage.words.astype(_WORD, copy=False).data.cast("B")
+            out += [words[at : at + size] for at in range(0, len(words), size)]
+        return out
+
+    @classmethod
+    def from_pieces(cls, head: bytes, pieces: Iterable[bytes | None]) -> KeyFilter:
+        """A filter from the head ``pieces`` made and its pieces, read one at a time and only
+        as many as its stages hold (``None``: a piece missing); ValueError for anything
+        else."""
+        if not head.startswith(_PIECES_MAGIC):
+            raise ValueError("not the head of a key filter written by KeyFilter.pieces")
+        stages, at = _stages_of(head, len(_PIECES_MAGIC))
+        if at != len(head):
+            raise ValueError("a damaged key filter: its head does not match its stages")
+        pulled = iter(pieces)
+        for stage in stages:  # as many pieces as the stages need: no more are read
+            target, filled = stage.words.data.cast("B"), 0
+            while filled < len(target):
+                piece = next(pulled, None)
+                if piece is None:
+                    raise ValueError("a damaged key filter: pieces are missing")
+                if filled + len(piece) > len(target):
+                    raise ValueError("a damaged key filter: a piece does not fit its stage")
+                target[filled : filled + len(piece)] = piece
+                filled += len(piece)
+        return cls._made_of(stages)
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> KeyFilter:
@@ -120,12 +158,16 @@ class KeyFilter:
             end = at + stage.words.nbytes
             if stage.capacity != capacity or end > len(raw):
                 raise ValueError("a damaged key filter: a stage does not fit")
-            stage.words = np.frombuffer(raw, _WORD, len(stage.words), at).astype(np.uint64)
+            stage.words[:] = np.frombuffer(raw, _WORD, len(stage.words), at)
             stage.count = count
             stages.append(stage)
             at = end
         if not stages or at != len(raw):
             raise ValueError("a damaged key filter: its length does not match its stages")
+        return cls._made_of(stages)
+
+    @classmethod
+    def _made_of(cls, stages: list[_Stage]) -> KeyFilter:
         made = cls()
         made._stages = stages
         return made
@@ -151,6 +193,26 @@ def _hashes(keys: U32) -> tuple[U64, U64]:
         | (one << ((spread >> np.uint64(46)) & _SIX))
     )
     return mixed, bits
+
+
+def _stages_of(raw: bytes, at: int) -> tuple[list[_Stage], int]:
+    """The stages a head describes (their words zero), and where the head ends: the stage
+    count, then each stage's capacity and count."""
+    if len(raw) < at + 4:
+        raise ValueError("a damaged key filter: no stage count")
+    stages: list[_Stage] = []
+    for _ in range(int.from_bytes(raw[at : at + 4], "little")):
+        if len(raw) < at + 4 + _STAGE.size * (len(stages) + 1):
+            raise ValueError("a damaged key filter: a stage header is cut")
+        capacity, count = _STAGE.unpack_from(raw, at + 4 + _STAGE.size * len(stages))
+        stage = _Stage(capacity)
+        if stage.capacity != capacity:
+            raise ValueError("a damaged key filter: a stage's capacity is not a power of two")
+        stage.count = count
+        stages.append(stage)
+    if not stages:
+        raise ValueError("a damaged key filter: no stage")
+    return stages, at + 4 + _STAGE.size * len(stages)
 
 
 def _power_of_two(capacity: int) -> int:

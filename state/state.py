@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from functools import partial
+from itertools import count
 from types import TracebackType
 
 from neardup.core import Settings, StateError
@@ -15,7 +16,7 @@ from .committed import CACHE_ENTRIES, CommittedCache
 from .documents import Documents, FingerprintTable, Seen, UrlHistory
 from .edges import MatchEdges
 from .items import ItemRecords
-from .key_filter import KeyFilter
+from .key_filter import KEPT_WHOLE_MAGIC, KeyFilter
 from .memory import MemoryStore
 from .meta import Counters, LogOffsets, check_or_store_settings
 from .posting_log import LoggedPostings, PostingLog
@@ -29,6 +30,8 @@ __all__ = ["State", "StateView"]
 
 #: the meta key (with the index's name) of a posting index's key filter kept at closing
 _KEPT_FILTER = b"keyfilter:"
+#: a kept key filter's words are written in pieces of this many bytes at most
+_FILTER_PIECE_BYTES = 4 << 20
 
 
 class StateView:
@@ -127,7 +130,9 @@ class State:
         if table not in self._key_filters:
             kept = self._kept_filters.pop(table, None)
             self._key_filters[table] = (
-                read_key_filter(self.store, table) if kept is None else KeyFilter.from_bytes(kept)
+                read_key_filter(self.store, table)
+                if kept is None
+                else _kept_filter(self.store, table, kept)
             )
         return self._key_filters[table]
 
@@ -203,16 +208,26 @@ class State:
             return
         if sequence == self._opened_at and self._key_filters.keys() <= self._kept_tables:
             return  # nothing written, no filter read from the keys: the kept ones still hold
-        kept = {
-            **self._kept_filters,
-            **{table: made.to_bytes() for table, made in self._key_filters.items()},
+        heads: dict[IndexTable, list[bytes | memoryview]] = {}
+        for table in self._kept_filters.keys() - self._key_filters.keys():
+            if self._kept_filters[table].startswith(KEPT_WHOLE_MAGIC):
+                self.key_filter(table)  # kept whole, as before the pieces: kept again in pieces
+            else:
+                heads[table] = [self._kept_filters[table]]  # its pieces stand: a new mark only
+        made = {
+            table: kept.pieces(_FILTER_PIECE_BYTES) for table, kept in self._key_filters.items()
         }
-        if not kept:
+        writes = {**heads, **made}
+        if not writes:
             return
-        marker = (sequence + len(kept)).to_bytes(8, "big")  # one sequence number per put
-        self.store.write(
-            {"meta": {_KEPT_FILTER + table.encode(): marker + raw for table, raw in kept.items()}}
-        )
+        marker = (sequence + sum(map(len, writes.values()))).to_bytes(8, "big")  # a put, a number
+        # a piece a write: RocksDB copies each into its write batch and its memtable, which
+        # flushes past its bound, so closing a large state costs a few MB, not several
+        # copies of its filters (docs/limits.md)
+        for table, (head, *pieces) in writes.items():
+            for number, piece in enumerate(pieces):
+                self.store.write({"meta": {_filter_piece_key(table, number): bytes(piece)}})
+            self.store.write({"meta": {_KEPT_FILTER + table.encode(): marker + head}})
 
     def __enter__(self) -> State:
         return self
@@ -227,8 +242,9 @@ class State:
 
 
 def _kept_filters(store: Store, sequence: int | None) -> dict[IndexTable, bytes]:
-    """The key filters kept when the state was last closed, if nothing was written since
-    (``sequence``: the store's now)."""
+    """The heads of the key filters kept when the state was last closed (or a whole filter,
+    as states kept them before the pieces), if nothing was written since (``sequence``: the
+    store's now)."""
     if sequence is None:
         return {}
     kept: dict[IndexTable, bytes] = {}
@@ -237,3 +253,15 @@ def _kept_filters(store: Store, sequence: int | None) -> dict[IndexTable, bytes]
         if raw is not None and int.from_bytes(raw[:8], "big") == sequence:
             kept[table] = raw[8:]
     return kept
+
+
+def _filter_piece_key(table: IndexTable, number: int) -> bytes:
+    return _KEPT_FILTER + table.encode() + b":" + number.to_bytes(4, "big")
+
+
+def _kept_filter(store: Store, table: IndexTable, head: bytes) -> KeyFilter:
+    """A kept filter from its head and its pieces, read a piece at a time."""
+    if head.startswith(KEPT_WHOLE_MAGIC):
+        return KeyFilter.from_bytes(head)
+    pieces = (store.get("meta", _filter_piece_key(table, number)) for number in count())
+    return KeyFilter.from_pieces(head, pieces)

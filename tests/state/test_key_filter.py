@@ -83,6 +83,26 @@ def test_a_filter_written_and_read_back_answers_as_before(
     assert again.may_hold(_keys(asked)).all()
 
 
+@given(
+    st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=300), max_size=6),
+    st.integers(1, 64),
+    st.integers(1, 200),
+)
+def test_a_filter_kept_in_pieces_reads_back_the_same(
+    batches: list[list[int]], first: int, size: int
+) -> None:
+    keys = KeyFilter(first)
+    for batch in batches:
+        keys.add(_keys(batch))
+    head, *pieces = keys.pieces(size)
+    assert all(0 < len(piece) <= size for piece in pieces)
+    extra = [b"stale piece of an older, larger filter"]
+    again = KeyFilter.from_pieces(bytes(head), iter([bytes(p) for p in pieces] + extra))
+    assert again.to_bytes() == keys.to_bytes()
+    with pytest.raises(ValueError, match="pieces are missing"):
+        KeyFilter.from_pieces(bytes(head), iter([bytes(p) for p in pieces[:-1]] + [None]))
+
+
 def test_a_damaged_filter_is_refused() -> None:
     written = KeyFilter(8)
     written.add(_keys([1, 2, 3]))
@@ -126,6 +146,29 @@ def test_a_closed_state_keeps_its_filters_for_the_next_writer(
     store = RocksDBStore(tmp_path / "s")
     assert store.sequence() == before
     store.close()
+
+
+def test_a_filter_kept_whole_by_an_older_neardup_is_read_and_kept_in_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = _keys([7, 2**31 + 5])
+    _posted(tmp_path / "s", 1, keys)
+    store = RocksDBStore(tmp_path / "s")  # the state as older code kept it: one value
+    whole = KeyFilter.of([keys])
+    marker = (store.sequence() + 1).to_bytes(8, "big")
+    store.write({"meta": {b"keyfilter:supershingles": marker + whole.to_bytes()}})
+    store.close()
+
+    def walked(*_: object) -> None:
+        raise AssertionError("the index's keys were read again")
+
+    monkeypatch.setattr("neardup.state.state.read_key_filter", walked)
+    for _ in range(2):  # read whole, kept in pieces at closing, read from the pieces
+        with State.open(tmp_path / "s") as state:
+            assert state.key_filter("supershingles").may_hold(keys).all()
+            view = state.view()
+            view.counters.add("documents", 1)
+            view.commit()
 
 
 def test_a_write_after_the_filters_were_kept_voids_them(tmp_path: Path) -> None:
