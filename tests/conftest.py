@@ -26,17 +26,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 _LEFT_WAIT_SECONDS = 10.0
 
 
-#: the environment's processes running before the suite (a benchmark, a run in another
-#: terminal): not the suite's to judge or stop
-_BEFORE: set[int] = set()
+#: in the environment of every process the suite starts (inherited, kept by an orphan):
+#: what the suite must stop, and not a process started beside it (a benchmark, a run in
+#: another terminal)
+_MARKER = "NEARDUP_TEST_SESSION"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    _BEFORE.update(left_behind())
+    os.environ[_MARKER] = f"{os.getpid()}-{time.time_ns()}"
 
 
 def _left_by_the_suite() -> dict[int, str]:
-    return {pid: line for pid, line in left_behind().items() if pid not in _BEFORE}
+    return left_behind(marker=f"{_MARKER}={os.environ[_MARKER]}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -67,11 +67,20 @@ def gone(pid: int, seconds: float = 30.0) -> bool:
     return True
 
 
-def left_behind(prefix: str = sys.prefix) -> dict[int, str]:
+def _environment(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def left_behind(prefix: str = sys.prefix, marker: str | None = None) -> dict[int, str]:
     """The running processes of the virtual environment at ``prefix`` (its Python, its
     scripts, programs inside it) and those this process started, but this one and its
     multiprocessing resource tracker (which ends when this process does): pid and command
-    line."""
+    line. With ``marker`` (``NAME=value``, set in this process's environment before it
+    started any), only processes whose environment holds it, or that descend from this one:
+    a process started elsewhere (a benchmark in another terminal) is not this one's."""
     mine = set(descendants(os.getpid()))
     found = {}
     for entry in Path("/proc").iterdir():
@@ -82,6 +91,8 @@ def left_behind(prefix: str = sys.prefix) -> dict[int, str]:
         if (prefix.encode() not in line and pid not in mine) or not alive(pid):
             continue
         if b"resource_tracker" in line and pid in _children(os.getpid()):
+            continue
+        if marker is not None and pid not in mine and marker.encode() not in _environment(pid):
             continue
         found[pid] = line.decode(errors="replace")[:200]
     return found
