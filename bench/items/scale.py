@@ -219,8 +219,8 @@ def neardup_worker(
 ) -> dict[str, Any]:
     """Item mode embedded on a RocksDB state, timed; writes ``neardup.labels`` (doc id, root
     of every item in a cluster of two or more) for the parent to score."""
-    from neardup.core.items.schema import ItemSchema
     from neardup.core import Settings
+    from neardup.core.items.schema import ItemSchema
     from neardup.state import State
     from neardup.state.items import check_or_store_schema
     from neardup.streams.running.embedded import run
