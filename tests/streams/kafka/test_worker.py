@@ -183,3 +183,23 @@ def test_pages_cut_on_kafka_are_the_embedded_run_s_clusters(broker: str, tmp_pat
         run.start_worker("w1", "--threshold", "0.17", "--split-clusters", "on")
         run.publish(lines)
         assert run.wait_for(expected) == expected
+
+
+def test_the_simhash_mode_on_kafka_finds_the_embedded_clusters(broker: str, tmp_path: Path) -> None:
+    """``--sketch simhash`` on a worker: its prepared messages carry SimHashes and table keys,
+    and the clusters followed from the events are the embedded run's in that mode."""
+    lines = [line for line in SAMPLE.read_bytes().splitlines() if line.strip()]
+    pages: list[Page] = []
+    for line in lines:
+        try:
+            pages.append(page_from_json(line))
+        except ValueError:
+            continue
+    with State.open(None, Settings(sketch="simhash")) as state:
+        Detector(state).process(pages)
+        expected = partition(state)
+    assert any(len(cluster) > 1 for cluster in expected)
+    with deployment(broker, tmp_path) as run:
+        run.start_worker("w1", "--sketch", "simhash")
+        run.publish(lines)
+        assert run.wait_for(expected) == expected
