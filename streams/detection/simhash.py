@@ -18,6 +18,8 @@ from neardup.core.simhash import hamming
 from neardup.core.simhash_tables import DEFAULT_DISTANCE
 from neardup.state import StateView, pack_sample, unpack_samples
 
+from .verify import pairs_to_estimate
+
 __all__ = ["SIMHASH_DISTANCE", "simhash_candidates", "simhash_query_candidates", "verify_simhash"]
 
 #: k: pairs within this Hamming distance are found (the tables are made for it)
@@ -74,21 +76,10 @@ def verify_simhash(
     for doc_id in wanted & local.keys():
         earlier = local[doc_id]
         kept[doc_id] = earlier.shingle_count, earlier.simhash, pack_sample(earlier.sketch.values)
-    owners: list[tuple[int, int]] = []
-    theirs: list[int] = []
-    counts: list[int] = []
-    samples: list[bytes | memoryview] = []
-    for index, (doc, candidates) in enumerate(queries):
-        count = doc.shingle_count
-        for candidate in sorted(candidates - {doc.doc_id}):
-            if (record := kept[candidate]) is None:
-                continue  # gone, or a twin: its original is the candidate that counts
-            if floor > 0 and min(count, record[0]) < floor * max(count, record[0]):
-                continue
-            owners.append((index, candidate))
-            counts.append(record[0])
-            theirs.append(record[1])
-            samples.append(record[2])
+    owners, records = pairs_to_estimate(queries, kept, floor)
+    counts = [record[0] for record in records]
+    theirs = [record[1] for record in records]
+    samples = [record[2] for record in records]
     found: list[list[tuple[int, Estimate]]] = [[] for _ in queries]
     if not owners:
         return found, 0

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
 import numpy as np
 from neardup.core import Estimate, PreparedDoc, Settings, Sketch, estimate_columns, sketch_family
 from neardup.state import DocRecord, StateView, pack_sample, unpack_samples
 
-__all__ = ["EXACT", "stored_sketch", "verify_all"]
+__all__ = ["EXACT", "pairs_to_estimate", "stored_sketch", "verify_all"]
 
 #: the estimate of an exact twin: its sets are the same
 EXACT = Estimate(1.0, 1.0, 1.0, True)
@@ -16,6 +19,32 @@ def stored_sketch(record: DocRecord, settings: Settings) -> Sketch:
     return Sketch(
         record.sketch, record.shingle_count, settings.sample_kept, sketch_family(settings)
     )
+
+
+Record = TypeVar("Record", bound=tuple[Any, ...])
+
+
+def pairs_to_estimate(
+    queries: list[tuple[PreparedDoc, set[int]]],
+    kept: Mapping[int, Record | None],
+    floor: float,
+) -> tuple[list[tuple[int, int]], list[Record]]:
+    """The (query index, candidate) pairs worth estimating, in order, with each candidate's
+    kept record (its shingle count first): a candidate without one (gone, or a twin: its
+    original is the candidate that counts) is left out, and so is a pair whose shingle counts
+    alone rule out resemblance ``floor`` (J <= min/max)."""
+    owners: list[tuple[int, int]] = []
+    records: list[Record] = []
+    for index, (doc, candidates) in enumerate(queries):
+        count = doc.shingle_count
+        for candidate in sorted(candidates - {doc.doc_id}):
+            if (record := kept[candidate]) is None:
+                continue
+            if floor > 0 and min(count, record[0]) < floor * max(count, record[0]):
+                continue
+            owners.append((index, candidate))
+            records.append(record)
+    return owners, records
 
 
 def verify_all(
@@ -43,19 +72,9 @@ def verify_all(
     for doc_id in wanted & local.keys():  # each packed once, however many documents meet it
         earlier = local[doc_id]
         kept[doc_id] = earlier.shingle_count, pack_sample(earlier.sketch.values)
-    samples: list[bytes | memoryview] = []
-    counts: list[int] = []
-    owners: list[tuple[int, int]] = []
-    for index, (doc, candidates) in enumerate(queries):
-        count = doc.shingle_count
-        for candidate in sorted(candidates - {doc.doc_id}):
-            if (sample := kept[candidate]) is None:
-                continue  # gone, or a twin: its original is the candidate that counts
-            if floor > 0 and min(count, sample[0]) < floor * max(count, sample[0]):
-                continue
-            counts.append(sample[0])
-            samples.append(sample[1])
-            owners.append((index, candidate))
+    owners, records = pairs_to_estimate(queries, kept, floor)
+    counts = [record[0] for record in records]
+    samples = [record[1] for record in records]
     queried = [queries[index][0] for index, _ in owners]
     resemblance, containment, reverse, exact = estimate_columns(
         [doc.sketch.values for doc in queried],
