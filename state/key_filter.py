@@ -11,7 +11,7 @@ It is blocked (all bits of a key in one 64-bit word: one memory access per key) 
 (Almeida et al., "Scalable Bloom Filters", 2007): when a stage holds its capacity, later keys go
 to a new stage of twice the size, and a query asks every stage. No stage is ever rebuilt, so
 the keys need not be kept; a state reads an index's keys once, when it first posts (``of``),
-unless the filter was kept when the state was last closed (``to_bytes``, ``from_bytes``).
+unless the filter was kept when the state was last closed (``pieces``, ``from_pieces``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["KEPT_WHOLE_MAGIC", "KeyFilter"]
+__all__ = ["KeyFilter"]
 
 U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
@@ -34,10 +34,7 @@ _FIRST_CAPACITY = 1 << 16
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers: bijections of 64-bit integers
 _MIX_BITS = np.uint64(0xC2B2AE3D27D4EB4F)
 _SIX = np.uint64(63)
-_MAGIC = b"NDKF1"
-#: how a filter written whole (``to_bytes``) starts, as states kept them before the pieces
-KEPT_WHOLE_MAGIC = _MAGIC
-_PIECES_MAGIC = b"NDKF2"
+_PIECES_MAGIC = b"NDKF2"  # NDKF1: a filter kept whole, by older versions
 _STAGE = struct.Struct("<QQ")  # capacity, count
 _WORD = np.dtype("<u8")
 
@@ -99,16 +96,6 @@ class KeyFilter:
             made.add(keys)
         return made
 
-    def to_bytes(self) -> bytes:
-        """The filter as one value, for ``from_bytes``."""
-        parts: list[bytes | memoryview] = [_MAGIC, len(self._stages).to_bytes(4, "little")]
-        for stage in self._stages:
-            parts += [
-                _STAGE.pack(stage.capacity, stage.count),
-                stage.words.astype(_WORD, copy=False).data.cast("B"),
-            ]
-        return b"".join(parts)
-
     def pieces(self, size: int) -> list[bytes | memoryview]:
         """The filter as its head and its words in pieces of at most ``size`` bytes, views of
         the words rather than copies, for ``from_pieces``: a large state's filters (tens of
@@ -123,47 +110,31 @@ class KeyFilter:
 
     @classmethod
     def from_pieces(cls, head: bytes, pieces: Iterable[bytes | None]) -> KeyFilter:
-        """A filter from the head ``pieces`` made and its pieces, read one at a time and only
-        as many as its stages hold (``None``: a piece missing); ValueError for anything
-        else."""
+        """A filter from the head ``pieces`` made and its words in pieces of any size, read
+        one at a time and only as many as its stages hold (``None``: the pieces ended);
+        ValueError for anything else."""
         if not head.startswith(_PIECES_MAGIC):
             raise ValueError("not the head of a key filter written by KeyFilter.pieces")
         stages, at = _stages_of(head, len(_PIECES_MAGIC))
         if at != len(head):
             raise ValueError("a damaged key filter: its head does not match its stages")
+        targets = [stage.words.data.cast("B") for stage in stages]
+        stage, filled = 0, 0
         pulled = iter(pieces)
-        for stage in stages:  # as many pieces as the stages need: no more are read
-            target, filled = stage.words.data.cast("B"), 0
-            while filled < len(target):
-                piece = next(pulled, None)
-                if piece is None:
-                    raise ValueError("a damaged key filter: pieces are missing")
-                if filled + len(piece) > len(target):
-                    raise ValueError("a damaged key filter: a piece does not fit its stage")
-                target[filled : filled + len(piece)] = piece
-                filled += len(piece)
-        return cls._made_of(stages)
-
-    @classmethod
-    def from_bytes(cls, raw: bytes) -> KeyFilter:
-        """A filter written by ``to_bytes``; ValueError for anything else."""
-        if not raw.startswith(_MAGIC) or len(raw) < len(_MAGIC) + 4:
-            raise ValueError("not a key filter written by KeyFilter.to_bytes")
-        at = len(_MAGIC) + 4
-        stages = []
-        for _ in range(int.from_bytes(raw[len(_MAGIC) : at], "little")):
-            capacity, count = _STAGE.unpack_from(raw, at)
-            at += _STAGE.size
-            stage = _Stage(capacity)
-            end = at + stage.words.nbytes
-            if stage.capacity != capacity or end > len(raw):
-                raise ValueError("a damaged key filter: a stage does not fit")
-            stage.words[:] = np.frombuffer(raw, _WORD, len(stage.words), at)
-            stage.count = count
-            stages.append(stage)
-            at = end
-        if not stages or at != len(raw):
-            raise ValueError("a damaged key filter: its length does not match its stages")
+        while stage < len(targets):  # as many pieces as the stages need: no more are read
+            piece = next(pulled, None)
+            if piece is None:
+                raise ValueError("a damaged key filter: pieces are missing")
+            view = memoryview(piece)
+            while len(view):
+                if stage == len(targets):
+                    raise ValueError("a damaged key filter: more words than its stages hold")
+                room = len(targets[stage]) - filled
+                targets[stage][filled : filled + min(room, len(view))] = view[:room]
+                filled += min(room, len(view))
+                view = view[room:]
+                if filled == len(targets[stage]):
+                    stage, filled = stage + 1, 0
         return cls._made_of(stages)
 
     @classmethod

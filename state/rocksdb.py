@@ -28,6 +28,7 @@ from rocksdict import (
     WriteBatch,
 )
 
+from .kept_filters import FILE_NAME as KEPT_FILTERS
 from .store import TABLES, Changes, Store, Table
 
 __all__ = ["FOLLOWER_OPTIONS", "RocksDBOptions", "RocksDBStore"]
@@ -110,6 +111,14 @@ class RocksDBOptions:
     #: bits per key of each table file's Bloom filter: most index lookups are for keys never
     #: seen, and the filter answers those without reading blocks
     bloom_bits_per_key: int = 10
+    #: tables whose last level keeps no Bloom filter (RocksDB's ``optimize_filters_for_hits``):
+    #: a writer's key filters (``key_filter.py``) answer the keys these indexes never held,
+    #: so a lookup that reaches RocksDB mostly finds its key, and the last level's filter
+    #: (nine tenths of a table's, 30 MB in memory and on disk at a million pages) would only
+    #: be read to say yes. A key the filters let through in error reads one block instead.
+    filterless_last_level: frozenset[Table] = frozenset(
+        {"supershingles", "shingles", "containment", "itemkeys", "simhashes"}
+    )
     #: tables compacted once level 0 holds this many files, not RocksDB's 4: the containment
     #: lists are rewritten whole as they grow, and until a compaction every replaced version
     #: stays on disk (two files keep fewer bytes a document than four, in the same time:
@@ -171,7 +180,12 @@ class RocksDBOptions:
                     "number of level-0 files, a positive integer (RocksDB's default is 4)"
                 )
         unknown = sorted(
-            {*self.hashed_tables, *self.uncompressed_tables, *self.level0_compaction_triggers}
+            {
+                *self.hashed_tables,
+                *self.uncompressed_tables,
+                *self.level0_compaction_triggers,
+                *self.filterless_last_level,
+            }
             - set(TABLES)
         )
         if unknown:
@@ -198,6 +212,7 @@ def _options(
     key_length: int | None = None,
     compress: bool = True,
     level0_files: int | None = None,
+    filterless_last_level: bool = False,
 ) -> Any:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
@@ -224,6 +239,7 @@ def _options(
         options.set_max_bytes_for_level_base(settings.hashed_level_base_bytes)
     if level0_files is not None:
         options.set_level_zero_file_num_compaction_trigger(level0_files)
+    options.set_optimize_filters_for_hits(filterless_last_level)
     return options
 
 
@@ -273,8 +289,9 @@ def _remove_dead_followers_dirs() -> None:
 
 
 #: what a follower's view of the state leaves out: rocksdict's file of its own (rocksdict
-#: writes one into the directory it opens), the writer's lock and RocksDB's logs
-_NOT_LINKED = frozenset({"rocksdict-config.json", "LOCK"})
+#: writes one into the directory it opens), the writer's lock, its kept key filters (a reader
+#: uses none) and RocksDB's logs
+_NOT_LINKED = frozenset({"rocksdict-config.json", "LOCK", KEPT_FILTERS, f"{KEPT_FILTERS}.new"})
 
 
 class RocksDBStore(Store):
@@ -349,6 +366,7 @@ class RocksDBStore(Store):
                         tuning.hashed_tables.get(name),  # type: ignore[call-overload]
                         name not in tuning.uncompressed_tables,
                         tuning.level0_compaction_triggers.get(name),  # type: ignore[call-overload]
+                        name in tuning.filterless_last_level,
                     )
                     for name in {*TABLES, *existing} - {"default"}
                 },
@@ -549,6 +567,9 @@ class RocksDBStore(Store):
             return name, (self.path / name).stat().st_size
         except FileNotFoundError:  # between the writer's rename and our read: look again later
             return "", -1
+
+    def directory(self) -> Path | None:
+        return None if self.follower else self.path
 
     def flush_in_background(self) -> None:
         if self.follower or self.failed is not None:

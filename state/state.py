@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from functools import partial
-from itertools import count
 from types import TracebackType
 
 from neardup.core import Settings, StateError
@@ -16,7 +15,8 @@ from .committed import CACHE_ENTRIES, CommittedCache
 from .documents import Documents, FingerprintTable, Seen, UrlHistory
 from .edges import MatchEdges
 from .items import ItemRecords
-from .key_filter import KEPT_WHOLE_MAGIC, KeyFilter
+from .kept_filters import KeptFilters, keep
+from .key_filter import KeyFilter
 from .memory import MemoryStore
 from .meta import Counters, LogOffsets, check_or_store_settings
 from .posting_log import LoggedPostings, PostingLog
@@ -28,10 +28,8 @@ from .transaction import Transaction
 
 __all__ = ["State", "StateView"]
 
-#: the meta key (with the index's name) of a posting index's key filter kept at closing
-_KEPT_FILTER = b"keyfilter:"
-#: a kept key filter's words are written in pieces of this many bytes at most
-_FILTER_PIECE_BYTES = 4 << 20
+#: the meta keys of the key filters older versions kept at closing (removed at closing)
+_OLD_KEPT_FILTER = b"keyfilter:"
 
 
 class StateView:
@@ -114,8 +112,12 @@ class State:
         self._filters = store.writer_log() is None
         # read before anything is written here: a kept filter is used only if nothing was
         self._opened_at = store.sequence()
-        self._kept_filters = _kept_filters(store, self._opened_at) if self._filters else {}
-        self._kept_tables = frozenset(self._kept_filters)
+        directory = store.directory()
+        self._kept = (
+            KeptFilters.open(directory, self._opened_at)
+            if self._filters and directory is not None and self._opened_at is not None
+            else None
+        )
         self.settings = check_or_store_settings(store, settings)
         self._key_filters: dict[IndexTable, KeyFilter] = {}
         # union-find's committed values, decoded; a follower's writer commits elsewhere
@@ -128,12 +130,8 @@ class State:
         if table not in INDEX_TABLES:
             raise KeyError(f"{table!r} is not a posting index: use one of {INDEX_TABLES}")
         if table not in self._key_filters:
-            kept = self._kept_filters.pop(table, None)
-            self._key_filters[table] = (
-                read_key_filter(self.store, table)
-                if kept is None
-                else _kept_filter(self.store, table, kept)
-            )
+            kept = None if self._kept is None else self._kept.read(table)
+            self._key_filters[table] = read_key_filter(self.store, table) if kept is None else kept
         return self._key_filters[table]
 
     @classmethod
@@ -197,37 +195,24 @@ class State:
             self.store.close()
 
     def _keep_filters(self) -> None:
-        """Write the filters of the posting indexes into the meta table, marked with the
-        store's sequence after that write: the next writer to open the state uses them only
-        if nothing was written since (a run that crashed, an older neardup, a copy taken
-        while a writer ran: each leaves a later sequence, and the keys are read again).
-        Reading every index key at each opening of a large state is what this saves
-        (docs/benchmarks.md)."""
-        sequence = self.store.sequence()
-        if sequence is None or not self._filters or self.store.failed is not None:
+        """Keep the filters of the posting indexes beside the state (``kept_filters.py``),
+        unless nothing was written and no filter read from the keys: those kept still hold."""
+        sequence, directory = self.store.sequence(), self.store.directory()
+        if sequence is None or directory is None or not self._filters:
             return
-        if sequence == self._opened_at and self._key_filters.keys() <= self._kept_tables:
-            return  # nothing written, no filter read from the keys: the kept ones still hold
-        heads: dict[IndexTable, list[bytes | memoryview]] = {}
-        for table in self._kept_filters.keys() - self._key_filters.keys():
-            if self._kept_filters[table].startswith(KEPT_WHOLE_MAGIC):
-                self.key_filter(table)  # kept whole, as before the pieces: kept again in pieces
-            else:
-                heads[table] = [self._kept_filters[table]]  # its pieces stand: a new mark only
-        made = {
-            table: kept.pieces(_FILTER_PIECE_BYTES) for table, kept in self._key_filters.items()
-        }
-        writes = {**heads, **made}
-        if not writes:
+        if self.store.failed is not None:
             return
-        marker = (sequence + sum(map(len, writes.values()))).to_bytes(8, "big")  # a put, a number
-        # a piece a write: RocksDB copies each into its write batch and its memtable, which
-        # flushes past its bound, so closing a large state costs a few MB, not several
-        # copies of its filters (docs/limits.md)
-        for table, (head, *pieces) in writes.items():
-            for number, piece in enumerate(pieces):
-                self.store.write({"meta": {_filter_piece_key(table, number): bytes(piece)}})
-            self.store.write({"meta": {_KEPT_FILTER + table.encode(): marker + head}})
+        kept = set() if self._kept is None else self._kept.tables
+        if sequence == self._opened_at and self._key_filters.keys() <= kept:
+            return
+        for table in kept - self._key_filters.keys():
+            self.key_filter(table)  # kept, not used this time: kept again
+        old = [key for key in self.store.keys("meta") if key.startswith(_OLD_KEPT_FILTER)]
+        if old:  # an older version's, in the meta table: tens of MB on a large state
+            self.store.write({"meta": dict.fromkeys(old)})
+            sequence = self.store.sequence()
+        if sequence is not None:
+            keep(directory, sequence, self._key_filters)
 
     def __enter__(self) -> State:
         return self
@@ -239,29 +224,3 @@ class State:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _kept_filters(store: Store, sequence: int | None) -> dict[IndexTable, bytes]:
-    """The heads of the key filters kept when the state was last closed (or a whole filter,
-    as states kept them before the pieces), if nothing was written since (``sequence``: the
-    store's now)."""
-    if sequence is None:
-        return {}
-    kept: dict[IndexTable, bytes] = {}
-    for table in INDEX_TABLES:
-        raw = store.get("meta", _KEPT_FILTER + table.encode())
-        if raw is not None and int.from_bytes(raw[:8], "big") == sequence:
-            kept[table] = raw[8:]
-    return kept
-
-
-def _filter_piece_key(table: IndexTable, number: int) -> bytes:
-    return _KEPT_FILTER + table.encode() + b":" + number.to_bytes(4, "big")
-
-
-def _kept_filter(store: Store, table: IndexTable, head: bytes) -> KeyFilter:
-    """A kept filter from its head and its pieces, read a piece at a time."""
-    if head.startswith(KEPT_WHOLE_MAGIC):
-        return KeyFilter.from_bytes(head)
-    pieces = (store.get("meta", _filter_piece_key(table, number)) for number in count())
-    return KeyFilter.from_pieces(head, pieces)

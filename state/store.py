@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Literal, get_args
 
@@ -106,6 +107,11 @@ class Store(abc.ABC):
         """A writer's count of the changes written so far, kept across reopening (RocksDB's
         sequence number): what it was when something was saved says whether anything was
         written since. None for a store that keeps nothing (memory) and for a follower."""
+        return None
+
+    def directory(self) -> Path | None:
+        """A writer's directory on disk, where files beside its tables may be kept; None for
+        a store that keeps nothing (memory) and for a follower."""
         return None
 
     def writer_log(self) -> tuple[str, int] | None:

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import Settings
 from neardup.state import State
+from neardup.state.kept_filters import FILE_NAME
 from neardup.state.key_filter import KeyFilter
 from neardup.state.rocksdb import RocksDBStore
 
@@ -76,40 +77,52 @@ def test_a_filter_written_and_read_back_answers_as_before(
     keys = KeyFilter(first)
     for batch in batches:
         keys.add(_keys(batch))
-    again = KeyFilter.from_bytes(keys.to_bytes())
+    head, *pieces = keys.pieces(1 << 20)
+    again = KeyFilter.from_pieces(bytes(head), iter([*map(bytes, pieces), None]))
     assert len(again) == len(keys) and again.nbytes == keys.nbytes
     assert (again.may_hold(_keys(asked)) == keys.may_hold(_keys(asked))).all()
     again.add(_keys(asked))  # and it grows on
     assert again.may_hold(_keys(asked)).all()
 
 
+def _words(kept: KeyFilter) -> bytes:
+    return b"".join(map(bytes, kept.pieces(1 << 30)[1:]))
+
+
 @given(
     st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=300), max_size=6),
     st.integers(1, 64),
     st.integers(1, 200),
+    st.integers(1, 300),
 )
 def test_a_filter_kept_in_pieces_reads_back_the_same(
-    batches: list[list[int]], first: int, size: int
+    batches: list[list[int]], first: int, size: int, read: int
 ) -> None:
+    """Written in pieces of one size, read back in pieces of another (a file's chunks)."""
     keys = KeyFilter(first)
     for batch in batches:
         keys.add(_keys(batch))
     head, *pieces = keys.pieces(size)
     assert all(0 < len(piece) <= size for piece in pieces)
-    extra = [b"stale piece of an older, larger filter"]
-    again = KeyFilter.from_pieces(bytes(head), iter([bytes(p) for p in pieces] + extra))
-    assert again.to_bytes() == keys.to_bytes()
+    words = b"".join(map(bytes, pieces))
+    chunks = [words[at : at + read] for at in range(0, len(words), read)]
+    extra = [b"never read: the stages are full before it"]
+    again = KeyFilter.from_pieces(bytes(head), iter(chunks + extra))
+    assert _words(again) == words and len(again) == len(keys)
     with pytest.raises(ValueError, match="pieces are missing"):
-        KeyFilter.from_pieces(bytes(head), iter([bytes(p) for p in pieces[:-1]] + [None]))
+        KeyFilter.from_pieces(bytes(head), iter([*chunks[:-1], None]))
 
 
 def test_a_damaged_filter_is_refused() -> None:
     written = KeyFilter(8)
     written.add(_keys([1, 2, 3]))
-    raw = written.to_bytes()
-    for bad in (b"", b"NDKF0" + raw[5:], raw[:-1], raw + b"\0"):
+    head, *pieces = written.pieces(1 << 20)
+    words = b"".join(map(bytes, pieces))
+    for bad_head in (b"", b"NDKF0" + bytes(head)[5:], bytes(head)[:-1], bytes(head) + b"\0"):
         with pytest.raises(ValueError, match="key filter"):
-            KeyFilter.from_bytes(bad)
+            KeyFilter.from_pieces(bad_head, iter([words]))
+    with pytest.raises(ValueError, match="more words than its stages hold"):
+        KeyFilter.from_pieces(bytes(head), iter([words + b"\0"]))
 
 
 def _posted(path: Path, doc_id: int, keys: np.ndarray) -> None:
@@ -148,27 +161,34 @@ def test_a_closed_state_keeps_its_filters_for_the_next_writer(
     store.close()
 
 
-def test_a_filter_kept_whole_by_an_older_neardup_is_read_and_kept_in_pieces(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_filters_an_older_neardup_kept_in_the_meta_table_are_removed(tmp_path: Path) -> None:
+    """Older versions kept the filters in the meta table (tens of MB on a large state): the
+    keys are read once instead, and those values removed at closing."""
     keys = _keys([7, 2**31 + 5])
     _posted(tmp_path / "s", 1, keys)
-    store = RocksDBStore(tmp_path / "s")  # the state as older code kept it: one value
-    whole = KeyFilter.of([keys])
-    marker = (store.sequence() + 1).to_bytes(8, "big")
-    store.write({"meta": {b"keyfilter:supershingles": marker + whole.to_bytes()}})
+    (tmp_path / "s" / FILE_NAME).unlink()
+    store = RocksDBStore(tmp_path / "s")
+    store.write({"meta": {b"keyfilter:supershingles": b"old", b"keyfilter:shingles:0": b"x"}})
     store.close()
+    with State.open(tmp_path / "s") as state:
+        assert state.key_filter("supershingles").may_hold(keys).all()
+    store = RocksDBStore(tmp_path / "s")
+    assert [key for key in store.keys("meta") if key.startswith(b"keyfilter:")] == []
+    store.close()
+    assert (tmp_path / "s" / FILE_NAME).exists()
 
-    def walked(*_: object) -> None:
-        raise AssertionError("the index's keys were read again")
 
-    monkeypatch.setattr("neardup.state.state.read_key_filter", walked)
-    for _ in range(2):  # read whole, kept in pieces at closing, read from the pieces
-        with State.open(tmp_path / "s") as state:
-            assert state.key_filter("supershingles").may_hold(keys).all()
-            view = state.view()
-            view.counters.add("documents", 1)
-            view.commit()
+def test_a_damaged_file_of_kept_filters_means_reading_the_keys(tmp_path: Path) -> None:
+    keys = _keys([7, 2**31 + 5])
+    _posted(tmp_path / "s", 1, keys)
+    kept = tmp_path / "s" / FILE_NAME
+    whole = kept.read_bytes()
+    for damaged in (whole[:-1], whole[:40], b"NDKF9" + whole[5:], b""):
+        kept.write_bytes(damaged)
+        store = RocksDBStore(tmp_path / "s")
+        with State(store) as state:
+            assert state.view().super_shingles.candidates(keys) == {1}
+            state._key_filters.clear()  # keep none: the damaged file stays for the next round
 
 
 def test_a_write_after_the_filters_were_kept_voids_them(tmp_path: Path) -> None:
@@ -181,7 +201,7 @@ def test_a_write_after_the_filters_were_kept_voids_them(tmp_path: Path) -> None:
     store = RocksDBStore(tmp_path / "s")  # posts without the filter, as older code did
     with State(store) as state:
         view = state.view()
-        state._kept_filters.clear()
+        state._kept = None
         state._key_filters["supershingles"] = KeyFilter()  # what a stale filter would say
         view.super_shingles.meet_batch([_keys([hidden])], [2], [3])
         view.commit()
