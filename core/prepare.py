@@ -12,6 +12,7 @@ import xxhash
 from ._hashing import U64, drop_repeats
 from .canonical import TokenBatch, Tokenizer, visible_text
 from .containment import containment_keys
+from .packed_samples import pack_samples
 from .records import Page
 from .settings import Settings
 from .shingles import shingle_sets, top_bits
@@ -70,6 +71,9 @@ class PreparedDoc:
     #: the min-hash mode, and none for a page without shingles
     simhash: int = 0
     simhash_keys: npt.NDArray[np.uint32] = field(default_factory=lambda: _NO_SHINGLE_KEYS)
+    #: the sketch as the state stores it (``neardup.core.packed_samples``), packed here with
+    #: the rest of its batch; None for a document asked about, which is not stored
+    packed_sketch: bytes | None = None
 
     def looking_up_at(self, level: int) -> PreparedDoc:
         """The same document looking up only its containment keys of ``level`` (not finer
@@ -117,12 +121,14 @@ class Preparer:
         )
         sets = shingle_sets(tokens, settings.shingle_size, settings.seed)
         if settings.sketch == "simhash":
-            return self._simhash_docs(pages, encoded, tokens, sets)
+            return self._simhash_docs(pages, encoded, tokens, sets, query)
         bands = super_shingles(sets, settings)
         family = sketch_family(settings)
         short_limit, super_limit = settings.short_limit, settings.super_shingle_limit
         bounds = tokens.offsets.tolist()
         prepared = []
+        sketches = [Sketch.from_shingles(shingles, settings, family) for shingles in sets]
+        packed = _packed(sketches, query)
         contained = settings.containment_sample > 0
         # events: a large new document looks up 4x its posted keys (see containment_lookup)
         finer = 0 if settings.containment_threshold is None else FINER_LOOKUP
@@ -141,7 +147,7 @@ class Preparer:
                         xxhash.xxh3_64_intdigest(stream.data) if count else None,  # no copies
                         xxhash.xxh3_64_intdigest(shingles.data) if count else None,
                     ),
-                    Sketch.from_shingles(shingles, settings, family),
+                    sketches[index],
                     bands[index] if count >= super_limit else _NO_SUPER_SHINGLES,
                     drop_repeats(top_bits(shingles[: settings.short_index_prefix(count)]))
                     if 0 < count < short_limit
@@ -149,12 +155,18 @@ class Preparer:
                     containment_keys(shingles, lookup) if contained else _NO_SHINGLE_KEYS,
                     level,
                     lookup,
+                    packed_sketch=packed[index],
                 )
             )
         return prepared
 
     def _simhash_docs(
-        self, pages: list[Page], encoded: list[bytes], tokens: TokenBatch, sets: list[U64]
+        self,
+        pages: list[Page],
+        encoded: list[bytes],
+        tokens: TokenBatch,
+        sets: list[U64],
+        query: bool,
     ) -> list[PreparedDoc]:
         """SimHash mode's documents: the exact fingerprints, the verifier's sample as the
         sketch, the SimHash of the page's words and its table keys; no super-shingles, no
@@ -166,6 +178,8 @@ class Preparer:
         keys = index_keys(simhashes, self._tables)
         bounds = tokens.offsets.tolist()
         prepared = []
+        sketches = [Sketch.from_shingles(shingles, settings, family) for shingles in sets]
+        packed = _packed(sketches, query)
         for index, (page, simhash) in enumerate(zip(pages, simhashes.tolist(), strict=True)):
             shingles = sets[index]
             count = len(shingles)
@@ -179,7 +193,7 @@ class Preparer:
                         xxhash.xxh3_64_intdigest(stream.data) if count else None,
                         xxhash.xxh3_64_intdigest(shingles.data) if count else None,
                     ),
-                    Sketch.from_shingles(shingles, settings, family),
+                    sketches[index],
                     _NO_SUPER_SHINGLES,
                     _NO_SHINGLE_KEYS,
                     _NO_SHINGLE_KEYS,
@@ -187,6 +201,20 @@ class Preparer:
                     0,
                     simhash,
                     keys[index] if count else _NO_SHINGLE_KEYS,
+                    packed[index],
                 )
             )
         return prepared
+
+
+def _packed(sketches: list[Sketch], query: bool) -> list[bytes | None]:
+    """The sketches packed as the state stores them, all in one pass (none for a query)."""
+    if query:
+        return [None] * len(sketches)
+    lengths = np.fromiter((len(sketch.values) for sketch in sketches), np.int64, len(sketches))
+    values = (
+        np.concatenate([sketch.values for sketch in sketches])
+        if sketches
+        else np.zeros(0, np.uint32)
+    )
+    return list(pack_samples(values, lengths))

@@ -10,9 +10,9 @@ documents costs each side several times what this encoding and its decoding cost
 (docs/benchmarks.md, "What today's defaults are measured against").
 
     message  = MAGIC, u32 settings length, settings JSON, u32 document count, documents
-    document = header (``_HEADER``), sketch u32[], super-shingles u64[], shingle keys u32[],
-               containment keys u32[], SimHash table keys u32[], url, fetched_at,
-               content type (UTF-8)
+    document = header (``_HEADER``), sketch u32[], the sketch packed as stored (bytes),
+               super-shingles u64[], shingle keys u32[], containment keys u32[], SimHash
+               table keys u32[], url, fetched_at, content type (UTF-8)
 
 Little-endian throughout: binary, because a sketch in JSON (base64) is several times the bytes
 and the decoding time.
@@ -40,17 +40,18 @@ __all__ = [
     "settings_of_batch",
 ]
 
-MAGIC = b"NDP3"  # NDP1 had no containment sample, NDP2 no SimHash
+MAGIC = b"NDP4"  # NDP1 had no containment sample, NDP2 no SimHash, NDP3 no packed sketch
 _U32 = struct.Struct("<I")
 # doc id, raw, canonical, shingle-set fingerprints, SimHash, shingle count, flags, containment
-# level and lookup level, sketch length, super-shingles, shingle keys, containment keys,
-# SimHash table keys, url bytes, fetched_at bytes, content type bytes
-_HEADER = struct.Struct("<QQQQQIBBBIIIIBIHH")
+# level and lookup level, sketch length, packed sketch bytes, super-shingles, shingle keys,
+# containment keys, SimHash table keys, url bytes, fetched_at bytes, content type bytes
+_HEADER = struct.Struct("<QQQQQIBBBIIIIIBIHH")
 _HAS_CANONICAL = 1
 # the stored little-endian words as the machine's own: a view needs no byte swap on x86/ARM
 _U4 = np.dtype("<u4")
 _U8 = np.dtype("<u8")
 _HAS_SHINGLE_SET = 2
+_HAS_PACKED_SKETCH = 4
 
 
 def encode_batch(docs: Sequence[PreparedDoc], settings: Settings) -> bytes:
@@ -73,9 +74,12 @@ def encode_document(doc: PreparedDoc) -> bytes:
         page.fetched_at.encode(),
         page.content_type.encode(),
     )
-    flags = (_HAS_CANONICAL if prints.canonical is not None else 0) | (
-        _HAS_SHINGLE_SET if prints.shingle_set is not None else 0
+    flags = (
+        (_HAS_CANONICAL if prints.canonical is not None else 0)
+        | (_HAS_SHINGLE_SET if prints.shingle_set is not None else 0)
+        | (_HAS_PACKED_SKETCH if doc.packed_sketch is not None else 0)
     )
+    packed = doc.packed_sketch or b""
     sketch = doc.sketch.values.astype("<u4", copy=False)
     supers = doc.super_shingles.astype("<u8", copy=False)
     keys = doc.shingle_keys.astype("<u4", copy=False)
@@ -94,6 +98,7 @@ def encode_document(doc: PreparedDoc) -> bytes:
                 doc.containment_level,
                 doc.containment_lookup,
                 len(sketch),
+                len(packed),
                 len(supers),
                 len(keys),
                 len(contained),
@@ -103,6 +108,7 @@ def encode_document(doc: PreparedDoc) -> bytes:
                 len(content_type),
             ),
             sketch.tobytes(),
+            packed,
             supers.tobytes(),
             keys.tobytes(),
             contained.tobytes(),
@@ -153,6 +159,7 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                 level,
                 lookup,
                 n_sketch,
+                n_packed,
                 n_supers,
                 n_keys,
                 n_contained,
@@ -165,6 +172,8 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
             # views of the message, not copies (read-only: nothing downstream writes them)
             sketch = np.frombuffer(raw, _U4, n_sketch, offset)
             offset += 4 * n_sketch
+            packed = raw[offset : offset + n_packed] if flags & _HAS_PACKED_SKETCH else None
+            offset += n_packed
             supers = np.frombuffer(raw, _U8, n_supers, offset)
             offset += 8 * n_supers
             keys = np.frombuffer(raw, _U4, n_keys, offset)
@@ -199,6 +208,7 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                     containment_lookup=lookup,
                     simhash=simhash,
                     simhash_keys=tables,
+                    packed_sketch=packed,
                 )
             )
     except BadRecordError:

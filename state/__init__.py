@@ -10,6 +10,7 @@ from .codec import (
     fetched_at_to_micros,
     pack_sample,
     unpack_samples,
+    whole_sample,
 )
 from .documents import Documents, FingerprintKind, FingerprintTable, Seen, UrlHistory
 from .memory import MemoryStore
@@ -64,4 +65,5 @@ __all__ = [
     "pack_sample",
     "top_stop_keys",
     "unpack_samples",
+    "whole_sample",
 ]

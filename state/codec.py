@@ -11,6 +11,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 from neardup.core import Samples, StateError
+from neardup.core.packed_samples import WHOLE_TAG, pack_samples
+from neardup.core.packed_samples import unpack_samples as unpack_packed
 from neardup.core.records import format_fetched_at
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "fetched_at_to_micros",
     "pack_sample",
     "unpack_samples",
+    "whole_sample",
 ]
 
 _ID = struct.Struct(">Q")  # big-endian, so that keys sort by id
@@ -42,6 +45,9 @@ _DOC_HEAD = struct.Struct(
 #: (8 bytes, little-endian, after the url: SimHash mode)
 _TWIN = 1
 _HAS_SIMHASH = 2
+#: the sketch is packed (``neardup.core.packed_samples``); records written before the
+#: packing keep it as plain 32-bit values, and are read as they are
+_PACKED = 4
 _SIMHASH = struct.Struct("<Q")
 _CLUSTER = struct.Struct("<BQq")  # version, size, root fetched_at micros
 #: what ``ClusterInfo.pack`` packs (version, size, root's fetched_at in microseconds), for
@@ -106,20 +112,25 @@ class DocRecord:
     sketch: npt.NDArray[np.uint32]
     duplicate_of: int = 0
     simhash: int | None = None
+    #: the sketch packed as stored (``pack_sample``), when the caller packed it already: a
+    #: batch is packed in one numpy pass (``Preparer``), a sketch alone costs several times
+    packed: bytes | None = None
 
     def encode(self, micros: int | None = None) -> bytes:
         """``micros``: ``fetched_at`` in microseconds, when the caller has it already."""
         if micros is None:
             micros = fetched_at_to_micros(self.fetched_at)
-        if self.simhash is None:
-            head = self.encode_head(self.url, micros, self.shingle_count, self.duplicate_of)
-            return head + pack_sample(self.sketch)
+        sketch = self.packed if self.packed is not None else pack_sample(self.sketch)
         raw_url = self.url.encode("utf-8")
-        flags = _HAS_SIMHASH | (_TWIN if self.duplicate_of else 0)
+        flags = (_TWIN if self.duplicate_of else 0) | (_PACKED if sketch else 0)
+        if self.simhash is not None:
+            flags |= _HAS_SIMHASH
         head = _DOC_HEAD.pack(
             _VERSION, flags, micros, self.shingle_count, self.duplicate_of, len(raw_url)
         )
-        return head + raw_url + _SIMHASH.pack(self.simhash) + pack_sample(self.sketch)
+        if self.simhash is None:
+            return head + raw_url + sketch
+        return head + raw_url + _SIMHASH.pack(self.simhash) + sketch
 
     @staticmethod
     def encode_head(url: str, micros: int, shingle_count: int, duplicate_of: int) -> bytes:
@@ -142,7 +153,7 @@ class DocRecord:
         if flags & _HAS_SIMHASH:
             (simhash,) = _SIMHASH.unpack_from(raw, start)
             start += _SIMHASH.size
-        sketch = np.frombuffer(raw, dtype="<u4", offset=start).astype(np.uint32)
+        sketch = unpack_samples([_tagged(raw, start, flags)]).values
         return cls(url, fetched_at_from_micros(micros), count, sketch, duplicate_of, simhash)
 
     @staticmethod
@@ -163,7 +174,7 @@ class DocRecord:
         return micros, count, duplicate_of
 
     @staticmethod
-    def decode_sketch(raw: bytes) -> tuple[int, memoryview] | None:
+    def decode_sketch(raw: bytes) -> tuple[int, bytes | memoryview] | None:
         """Only (shingle count, sketch as stored), or None for a twin that keeps none: what
         verifying a candidate reads, without decoding the URL and time of every candidate.
         ``unpack_samples`` decodes the sketches of many candidates at once."""
@@ -172,10 +183,10 @@ class DocRecord:
         if duplicate_of:
             return None
         # a SimHash, where the record keeps one, is the 8 bytes before the sketch
-        return count, memoryview(raw)[_DOC_HEAD.size + url_length + (flags & _HAS_SIMHASH) * 4 :]
+        return count, _tagged(raw, _DOC_HEAD.size + url_length + (flags & _HAS_SIMHASH) * 4, flags)
 
     @staticmethod
-    def decode_simhash(raw: bytes) -> tuple[int, int, memoryview] | None:
+    def decode_simhash(raw: bytes) -> tuple[int, int, bytes | memoryview] | None:
         """(shingle count, SimHash, sketch as stored) of a SimHash mode record, or None for a
         twin that keeps none: what checking a SimHash candidate reads."""
         _check_version(raw, "document")
@@ -189,22 +200,37 @@ class DocRecord:
             )
         start = _DOC_HEAD.size + url_length
         (simhash,) = _SIMHASH.unpack_from(raw, start)
-        return count, simhash, memoryview(raw)[start + _SIMHASH.size :]
+        return count, simhash, _tagged(raw, start + _SIMHASH.size, flags)
+
+
+def _tagged(raw: bytes, start: int, flags: int) -> bytes | memoryview:
+    """A record's sketch from ``start`` on, as ``unpack_samples`` reads it: a record written
+    before the packing keeps plain values, which are tagged as kept whole (a copy)."""
+    if flags & _PACKED or start == len(raw):
+        return memoryview(raw)[start:]
+    return WHOLE_TAG + raw[start:]
 
 
 def pack_sample(values: npt.NDArray[np.uint32]) -> bytes:
-    """A sketch's values as stored: 32-bit little-endian."""
+    """A sketch as stored (``neardup.core.packed_samples``): a batch packs faster with
+    ``pack_samples``, which the preparing stage calls."""
     if not values.size:  # a twin's or the union stage's record: no numpy call per document
         return b""
-    return values.astype("<u4").tobytes()
+    return pack_samples(values, np.array([len(values)], np.int64))[0]
+
+
+def whole_sample(values: npt.NDArray[np.uint32]) -> bytes:
+    """A sketch in the form ``unpack_samples`` reads fastest, its values kept whole: for one
+    held in memory, compared and never stored."""
+    if not values.size:
+        return b""
+    return WHOLE_TAG + values.astype("<u4").tobytes()
 
 
 def unpack_samples(parts: Sequence[bytes | memoryview]) -> Samples:
-    """Stored sketches (``pack_sample``) decoded together: one numpy call for all of them, as
-    numpy's fixed cost per call outweighs the decoding of one sketch."""
-    lengths = np.fromiter((len(part) >> 2 for part in parts), np.int64, len(parts))
-    values = np.frombuffer(b"".join(parts), "<u4").astype(np.uint32, copy=False)
-    return Samples(values, lengths)
+    """Stored sketches (``pack_sample``, ``whole_sample``) decoded together: one numpy pass
+    for all of them, as numpy's fixed cost per call outweighs the decoding of one sketch."""
+    return Samples(*unpack_packed(parts))
 
 
 @dataclass(frozen=True, slots=True)

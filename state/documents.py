@@ -53,13 +53,13 @@ class Documents:
         raw = self._tx.get("docs", encode_id(doc_id))
         return None if raw is None else DocRecord.decode(raw)
 
-    def sketch(self, doc_id: int) -> tuple[int, memoryview] | None:
+    def sketch(self, doc_id: int) -> tuple[int, bytes | memoryview] | None:
         """(shingle count, sketch as stored: ``unpack_samples`` decodes it) of a document that
         keeps its own sketch, else None."""
         raw = self._tx.get("docs", encode_id(doc_id))
         return None if raw is None else DocRecord.decode_sketch(raw)
 
-    def simhash_sketch(self, doc_id: int) -> tuple[int, int, memoryview] | None:
+    def simhash_sketch(self, doc_id: int) -> tuple[int, int, bytes | memoryview] | None:
         """(shingle count, SimHash, sketch as stored) of a SimHash mode document that keeps
         its own sketch, else None."""
         raw = self._tx.get("docs", encode_id(doc_id))

@@ -22,7 +22,7 @@ from neardup.core import (
     level_counts,
     sampled_at,
 )
-from neardup.state import Meetings, StateView, pack_sample, unpack_samples
+from neardup.state import Meetings, StateView, unpack_samples, whole_sample
 
 __all__ = [
     "ContainmentPair",
@@ -171,7 +171,7 @@ def verify_containment(
     }
     for doc_id in met_ids & local.keys():  # earlier in the batch: not stored yet
         earlier = local[doc_id]
-        kept[doc_id] = earlier.shingle_count, pack_sample(earlier.sketch.values)
+        kept[doc_id] = earlier.shingle_count, whole_sample(earlier.sketch.values)
     pairs = [(r, sample) for r in rows if (sample := kept[int(met.doc_ids[r])]) is not None]
     if not pairs:
         return [[] for _ in docs], 0

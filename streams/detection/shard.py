@@ -137,6 +137,7 @@ def _keep(view: StateView, doc: PreparedDoc, verdict: Verdict, simhash: bool) ->
             doc.shingle_count,
             doc.sketch.values,
             simhash=doc.simhash if simhash else None,
+            packed=doc.packed_sketch,
         )
     elif isinstance(verdict, Twin):
         empty = np.zeros(0, np.uint32)

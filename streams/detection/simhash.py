@@ -16,7 +16,7 @@ import numpy.typing as npt
 from neardup.core import Estimate, PreparedDoc, Settings, estimate_columns, may_resemble, size_class
 from neardup.core.simhash import hamming
 from neardup.core.simhash_tables import DEFAULT_DISTANCE
-from neardup.state import StateView, pack_sample, unpack_samples
+from neardup.state import StateView, unpack_samples, whole_sample
 
 from .verify import pairs_to_estimate
 
@@ -75,7 +75,7 @@ def verify_simhash(
     }
     for doc_id in wanted & local.keys():
         earlier = local[doc_id]
-        kept[doc_id] = earlier.shingle_count, earlier.simhash, pack_sample(earlier.sketch.values)
+        kept[doc_id] = earlier.shingle_count, earlier.simhash, whole_sample(earlier.sketch.values)
     owners, records = pairs_to_estimate(queries, kept, floor)
     counts = [record[0] for record in records]
     theirs = [record[1] for record in records]

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from neardup.core import Estimate, PreparedDoc, Settings, Sketch, estimate_columns, sketch_family
-from neardup.state import DocRecord, StateView, pack_sample, unpack_samples
+from neardup.state import DocRecord, StateView, unpack_samples, whole_sample
 
 __all__ = ["EXACT", "pairs_to_estimate", "stored_sketch", "verify_all"]
 
@@ -71,7 +71,7 @@ def verify_all(
     }
     for doc_id in wanted & local.keys():  # each packed once, however many documents meet it
         earlier = local[doc_id]
-        kept[doc_id] = earlier.shingle_count, pack_sample(earlier.sketch.values)
+        kept[doc_id] = earlier.shingle_count, whole_sample(earlier.sketch.values)
     owners, records = pairs_to_estimate(queries, kept, floor)
     counts = [record[0] for record in records]
     samples = [record[1] for record in records]

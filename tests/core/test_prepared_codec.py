@@ -39,6 +39,7 @@ def _same(a: PreparedDoc, b: PreparedDoc) -> bool:
         == (b.containment_level, b.containment_lookup)
         and a.simhash == b.simhash
         and a.simhash_keys.tolist() == b.simhash_keys.tolist()
+        and a.packed_sketch == b.packed_sketch
         and (a.page.url, a.page.fetched_at, a.page.content_type)
         == (b.page.url, b.page.fetched_at, b.page.content_type)
     )

@@ -163,6 +163,20 @@ def test_stored_sketches_decode_together(records: list[tuple[list[int], int]]) -
     assert samples.values.tolist() == [v for sketch in expected for v in sketch]
 
 
+@given(st.lists(st.integers(0, 2**32 - 1), max_size=20, unique=True).map(sorted))
+def test_a_record_written_before_the_packing_still_reads(sketch: list[int]) -> None:
+    """Records of a state written before sketches were packed keep plain 32-bit values."""
+    values = np.array(sketch, np.uint32)
+    old = DocRecord.encode_head("u", 5, len(sketch), 0) + values.astype("<u4").tobytes()
+    new = DocRecord("u", "", len(sketch), values).encode(5)
+    assert len(new) <= len(old) + 7  # a width, a count and the first value
+    for raw in (old, new):
+        assert DocRecord.decode(raw).sketch.tolist() == sketch
+        found = DocRecord.decode_sketch(raw)
+        assert found is not None
+        assert unpack_samples([found[1]]).values.tolist() == sketch
+
+
 def test_missing_fetched_at_round_trips() -> None:
     assert fetched_at_from_micros(fetched_at_to_micros("")) == ""
     assert ClusterInfo.decode(ClusterInfo(3, "").encode()) == ClusterInfo(3, "")
