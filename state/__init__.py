@@ -23,7 +23,7 @@ from .meta import (
 )
 from .postings import Meetings, PostingIndex
 from .rocksdb import RocksDBOptions, RocksDBStore
-from .state import State, StateView
+from .state import KEY_FILTER_BYTES, State, StateView
 from .stop_keys import StopKey, top_stop_keys
 from .store import TABLES, Changes, Store, Table
 from .timeline import Sample, Timeline
@@ -31,6 +31,7 @@ from .transaction import Transaction
 
 __all__ = [
     "FORMAT_VERSION",
+    "KEY_FILTER_BYTES",
     "TABLES",
     "Changes",
     "Checkpoints",

@@ -16,13 +16,14 @@ unless the filter was kept when the state was last closed (``pieces``, ``from_pi
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["KeyFilter"]
+__all__ = ["FilterBudget", "KeyFilter"]
 
 U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
@@ -34,6 +35,7 @@ _FIRST_CAPACITY = 1 << 16
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers: bijections of 64-bit integers
 _MIX_BITS = np.uint64(0xC2B2AE3D27D4EB4F)
 _SIX = np.uint64(63)
+_log = logging.getLogger(__name__)
 _PIECES_MAGIC = b"NDKF2"  # NDKF1: a filter kept whole, by older versions
 _STAGE = struct.Struct("<QQ")  # capacity, count
 _WORD = np.dtype("<u8")
@@ -53,13 +55,59 @@ class _Stage:
         return (mixed >> self.shift).astype(np.intp)
 
 
-class KeyFilter:
-    """A growing Bloom filter over 32-bit keys; ``may_hold`` never misses an added key."""
+class FilterBudget:
+    """The bytes the key filters of one state may take together (None: no bound). A filter
+    that would grow past the bound gives up: it frees its words, and from then on says of
+    every key that its index may hold it, so that the index's lookups go to the store (slower,
+    never wrong)."""
 
-    def __init__(self, first_capacity: int = _FIRST_CAPACITY) -> None:
+    def __init__(self, limit: int | None = None) -> None:
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit={limit!r}: give a number of bytes, 0 or more, or None")
+        self.limit = limit
+        self.used = 0
+
+    def take(self, nbytes: int) -> bool:
+        if self.limit is not None and self.used + nbytes > self.limit:
+            return False
+        self.used += nbytes
+        return True
+
+    def give_back(self, nbytes: int) -> None:
+        self.used -= nbytes
+
+
+class KeyFilter:
+    """A growing Bloom filter over 32-bit keys; ``may_hold`` never misses an added key.
+
+    With a ``budget`` that its next stage would exceed, it is ``full``: it holds no words and
+    may hold any key."""
+
+    def __init__(
+        self, first_capacity: int = _FIRST_CAPACITY, budget: FilterBudget | None = None
+    ) -> None:
         if first_capacity < 1:
             raise ValueError(f"first_capacity={first_capacity!r} must be a positive integer")
-        self._stages = [_Stage(_power_of_two(first_capacity))]
+        self._budget = FilterBudget() if budget is None else budget
+        self._stages: list[_Stage] = []
+        self.full = False
+        self._grow(_power_of_two(first_capacity))
+
+    def _grow(self, capacity: int) -> None:
+        if self._budget.take(max(1, capacity // _KEYS_PER_WORD) * _WORD.itemsize):
+            self._stages.append(_Stage(capacity))
+        else:
+            self._give_up()
+
+    def _give_up(self) -> None:
+        self._budget.give_back(self.nbytes)
+        self._stages, self.full = [], True
+        _log.warning(
+            "a posting index's key filter would pass the bound of %s MB on the key filters: "
+            "it is dropped, and the index's lookups go to RocksDB from now on (slower); "
+            "raise the bound (`--key-filter-mb`) to keep it",
+            self._budget.limit and self._budget.limit >> 20,
+        )
 
     def __len__(self) -> int:
         """How many keys were added (a key added twice counts twice)."""
@@ -71,11 +119,11 @@ class KeyFilter:
 
     def add(self, keys: U32) -> None:
         keys = np.asarray(keys, np.uint32)
-        while len(keys):
+        while len(keys) and not self.full:
             stage = self._stages[-1]
             room = stage.capacity - stage.count
             if room <= 0:
-                self._stages.append(_Stage(stage.capacity * 2))
+                self._grow(stage.capacity * 2)
                 continue
             now, keys = keys[:room], keys[room:]
             mixed, bits = _hashes(now)
@@ -87,11 +135,19 @@ class KeyFilter:
             stage.count += len(now)
 
     @classmethod
-    def of(cls, chunks: Iterable[U32]) -> KeyFilter:
+    def of(cls, chunks: Iterable[U32], budget: FilterBudget | None = None) -> KeyFilter:
         """A filter holding every key of an index read in chunks (when a state is opened),
-        with room for as many again in its first stage."""
-        arrays = list(chunks)
-        made = cls(max(_FIRST_CAPACITY, 2 * sum(len(keys) for keys in arrays)))
+        with room for as many again in its first stage; reading stops once the filter could
+        not fit ``budget``."""
+        budget = FilterBudget() if budget is None else budget
+        arrays, count = [], 0
+        room = None if budget.limit is None else budget.limit - budget.used
+        for keys in chunks:
+            arrays.append(keys)
+            count += len(keys)
+            if room is not None and 2 * count // _KEYS_PER_WORD * _WORD.itemsize > room:
+                return cls._made_of([], budget)
+        made = cls(max(_FIRST_CAPACITY, 2 * count), budget)
         for keys in arrays:
             made.add(keys)
         return made
@@ -109,15 +165,21 @@ class KeyFilter:
         return out
 
     @classmethod
-    def from_pieces(cls, head: bytes, pieces: Iterable[bytes | None]) -> KeyFilter:
+    def from_pieces(
+        cls, head: bytes, pieces: Iterable[bytes | None], budget: FilterBudget | None = None
+    ) -> KeyFilter:
         """A filter from the head ``pieces`` made and its words in pieces of any size, read
         one at a time and only as many as its stages hold (``None``: the pieces ended);
-        ValueError for anything else."""
+        ValueError for anything else. A filter kept full, or that ``budget`` cannot hold,
+        is full."""
+        budget = FilterBudget() if budget is None else budget
         if not head.startswith(_PIECES_MAGIC):
             raise ValueError("not the head of a key filter written by KeyFilter.pieces")
         stages, at = _stages_of(head, len(_PIECES_MAGIC))
         if at != len(head):
             raise ValueError("a damaged key filter: its head does not match its stages")
+        if not stages or not budget.take(sum(stage.words.nbytes for stage in stages)):
+            return cls._made_of([], budget)
         targets = [stage.words.data.cast("B") for stage in stages]
         stage, filled = 0, 0
         pulled = iter(pieces)
@@ -135,16 +197,19 @@ class KeyFilter:
                 view = view[room:]
                 if filled == len(targets[stage]):
                     stage, filled = stage + 1, 0
-        return cls._made_of(stages)
+        return cls._made_of(stages, budget)
 
     @classmethod
-    def _made_of(cls, stages: list[_Stage]) -> KeyFilter:
-        made = cls()
-        made._stages = stages
+    def _made_of(cls, stages: list[_Stage], budget: FilterBudget) -> KeyFilter:
+        """A filter of ``stages``, whose bytes ``budget`` holds already (none: full)."""
+        made = cls.__new__(cls)
+        made._budget, made._stages, made.full = budget, stages, not stages
         return made
 
     def may_hold(self, keys: U32) -> npt.NDArray[np.bool_]:
         """For each key, False if it was certainly never added."""
+        if self.full:
+            return np.ones(len(keys), np.bool_)
         mixed, bits = _hashes(np.asarray(keys, np.uint32))
         held = np.zeros(len(mixed), np.bool_)
         for stage in self._stages:
@@ -181,8 +246,6 @@ def _stages_of(raw: bytes, at: int) -> tuple[list[_Stage], int]:
             raise ValueError("a damaged key filter: a stage's capacity is not a power of two")
         stage.count = count
         stages.append(stage)
-    if not stages:
-        raise ValueError("a damaged key filter: no stage")
     return stages, at + 4 + _STAGE.size * len(stages)
 
 

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from neardup.core import StateError
 
 from .codec import EntryLayout, Postings
-from .key_filter import KeyFilter
+from .key_filter import FilterBudget, KeyFilter
 from .meta import Counters
 from .stop_keys import mark_stop
 from .store import Store
@@ -164,9 +164,11 @@ class _Batch:
         return self._plain[owner]
 
 
-def read_key_filter(store: Store, table: IndexTable) -> KeyFilter:
-    """A filter of every key an index holds in ``store``."""
-    return KeyFilter.of(_key_chunks(store.keys(table)))
+def read_key_filter(
+    store: Store, table: IndexTable, budget: FilterBudget | None = None
+) -> KeyFilter:
+    """A filter of every key an index holds in ``store`` (full if ``budget`` cannot hold it)."""
+    return KeyFilter.of(_key_chunks(store.keys(table)), budget)
 
 
 def _key_chunks(keys: Iterator[bytes], size: int = 1 << 16) -> Iterator[U32]:

@@ -16,7 +16,7 @@ from .documents import Documents, FingerprintTable, Seen, UrlHistory
 from .edges import MatchEdges
 from .items import ItemRecords
 from .kept_filters import KeptFilters, keep
-from .key_filter import KeyFilter
+from .key_filter import FilterBudget, KeyFilter
 from .memory import MemoryStore
 from .meta import Counters, LogOffsets, check_or_store_settings
 from .posting_log import LoggedPostings, PostingLog
@@ -26,7 +26,11 @@ from .store import Store
 from .timeline import Timeline
 from .transaction import Transaction
 
-__all__ = ["State", "StateView"]
+__all__ = ["KEY_FILTER_BYTES", "State", "StateView"]
+
+#: the default bound on a writer's key filters: about 6 million pages' worth (80 MB at a
+#: million, with the containment index)
+KEY_FILTER_BYTES = 512 << 20
 
 #: the meta keys of the key filters older versions kept at closing (removed at closing)
 _OLD_KEPT_FILTER = b"keyfilter:"
@@ -103,10 +107,16 @@ class State:
     date)."""
 
     def __init__(
-        self, store: Store, settings: Settings | None = None, cache_entries: int = CACHE_ENTRIES
+        self,
+        store: Store,
+        settings: Settings | None = None,
+        cache_entries: int = CACHE_ENTRIES,
+        key_filter_bytes: int | None = KEY_FILTER_BYTES,
     ) -> None:
-        """``cache_entries``: union-find values kept decoded per table (``committed.py``)."""
+        """``cache_entries``: union-find values kept decoded per table (``committed.py``);
+        ``key_filter_bytes``: the bound on the key filters' memory (``FilterBudget``)."""
         self.store = store
+        self._budget = FilterBudget(key_filter_bytes)
         # a filter follows the keys this process posts: a follower's writer posts elsewhere,
         # so a follower's lookups go to the store
         self._filters = store.writer_log() is None
@@ -130,8 +140,10 @@ class State:
         if table not in INDEX_TABLES:
             raise KeyError(f"{table!r} is not a posting index: use one of {INDEX_TABLES}")
         if table not in self._key_filters:
-            kept = None if self._kept is None else self._kept.read(table)
-            self._key_filters[table] = read_key_filter(self.store, table) if kept is None else kept
+            kept = None if self._kept is None else self._kept.read(table, self._budget)
+            self._key_filters[table] = (
+                read_key_filter(self.store, table, self._budget) if kept is None else kept
+            )
         return self._key_filters[table]
 
     @classmethod
@@ -140,11 +152,12 @@ class State:
         path: str | os.PathLike[str] | None,
         settings: Settings | None = None,
         cache_entries: int = CACHE_ENTRIES,
+        key_filter_bytes: int | None = KEY_FILTER_BYTES,
     ) -> State:
         """A RocksDB state in ``path``, or an in-memory one for ``None``."""
         store: Store = MemoryStore() if path is None else RocksDBStore(path)
         try:
-            return cls(store, settings, cache_entries)
+            return cls(store, settings, cache_entries, key_filter_bytes)
         except BaseException:
             store.close()
             raise
@@ -212,7 +225,7 @@ class State:
             self.store.write({"meta": dict.fromkeys(old)})
             sequence = self.store.sequence()
         if sequence is not None:
-            keep(directory, sequence, self._key_filters)
+            keep(directory, sequence, self._key_filters, self._budget.limit)
 
     def __enter__(self) -> State:
         return self

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, Settings
+from neardup.state import KEY_FILTER_BYTES
 
 from ..kafka.config import WorkerConfig
 from ..kafka.topics import DEAD_LETTER_TOPIC, EVENTS_TOPIC, PAGES_TOPIC
@@ -119,6 +120,16 @@ _MAX_RECORD_BYTES = Option(
     convert=to_int,
     default=DEFAULT_MAX_RECORD_BYTES,
     metavar="N",
+)
+_KEY_FILTER_MB = Option(
+    "key_filter_mb",
+    "memory the posting indexes' key filters may take (about 80 MB a million pages); past "
+    "it, an index's lookups go to RocksDB (slower); 0: no key filters",
+    flags=("--key-filter-mb",),
+    convert=to_int,
+    env="NEARDUP_KEY_FILTER_MB",
+    default=KEY_FILTER_BYTES >> 20,
+    metavar="MB",
 )
 _INPUTS = Option(
     "inputs", "JSON Lines file, - for stdin, or a .warc[.gz] file", metavar="INPUT", nargs="+"
@@ -259,6 +270,7 @@ COMMANDS = (
             _BATCH_SIZE,
             _BATCH_BYTES,
             _MAX_RECORD_BYTES,
+            _KEY_FILTER_MB,
             Option("quiet", "no progress and no summary", flags=("--quiet",), switch=True),
             _HTTP,
             _API_TOKEN,
@@ -444,6 +456,7 @@ COMMANDS = (
             _BATCH_BYTES,
             _SCHEMA,
             _MAX_RECORD_BYTES,
+            _KEY_FILTER_MB,
             Option(
                 "loglevel",
                 "log level",

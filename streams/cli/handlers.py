@@ -128,7 +128,13 @@ def run(args: argparse.Namespace) -> int:
         raise NeardupError(f"--stats-every {args.stats_every} must be at least 1")
     schema = _schema(args.schema) if args.schema is not None else None
     with ExitStack() as stack:
-        state = stack.enter_context(State.open(args.state, settings_for(args.state, args)))
+        state = stack.enter_context(
+            State.open(
+                args.state,
+                settings_for(args.state, args),
+                key_filter_bytes=_key_filter_bytes(args),
+            )
+        )
         schema = check_or_store_schema(state.store, schema)
         if schema is not None and any(is_warc(name) for name in args.inputs):
             raise NeardupError("item mode reads JSON Lines of records, not WARC files")
@@ -366,6 +372,7 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         batch_size=args.batch_size,
         batch_bytes=args.batch_bytes,
         max_record_bytes=args.max_record_bytes,
+        key_filter_bytes=_key_filter_bytes(args),
         prepare=args.prepare,
         http=args.http,
         api_token=args.api_token,
@@ -374,6 +381,12 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         checkpoint_every=args.checkpoint_every,
         schema=_schema(args.schema) if args.schema is not None else _stored_schema(state_dir),
     )
+
+
+def _key_filter_bytes(args: argparse.Namespace) -> int:
+    if args.key_filter_mb < 0:
+        raise NeardupError(f"--key-filter-mb {args.key_filter_mb}: give 0 or more megabytes")
+    return int(args.key_filter_mb) << 20
 
 
 def _stored_schema(state_dir: Path) -> ItemSchema | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
 from neardup.core.items.schema import ItemSchema
+from neardup.state import KEY_FILTER_BYTES
 
 from ..running.embedded import DEFAULT_BATCH_SIZE
 from ..running.prepare_work import DEFAULT_BATCH_BYTES, PREPARE_MODES, PrepareMode
@@ -47,6 +48,8 @@ class WorkerConfig:
     #: content characters prepared together, at most (a larger page alone): bounds memory
     batch_bytes: int = DEFAULT_BATCH_BYTES
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    #: the bound on the memory of a detector's key filters (``neardup.state.FilterBudget``)
+    key_filter_bytes: int | None = KEY_FILTER_BYTES
     rebalance_timeout: float = 4.0
     #: where pages are prepared: "process" (a child process: two cores) or "thread"
     prepare: PrepareMode = "process"

@@ -87,7 +87,7 @@ def _open(path: Path, config: WorkerConfig, role: str, name: str) -> State:
         offset = checkpoints.restore(path)
         if offset is not None:
             logger.info("%s: starting from the checkpoint at log offset %d", name, offset)
-    state = State.open(path, config.settings)
+    state = State.open(path, config.settings, key_filter_bytes=config.key_filter_bytes)
     try:
         check_or_store_role(state.store, role)
     except BaseException:

@@ -231,7 +231,11 @@ def build_app(
                 return loop.run_in_executor(thread, call, *args)
 
             try:
-                state = await run(State.open, config.detector_dir, settings)
+                state = await run(
+                    functools.partial(State.open, key_filter_bytes=config.key_filter_bytes),
+                    config.detector_dir,
+                    settings,
+                )
             except StateError as error:
                 await stop_worker(app, "detector", error)
                 return

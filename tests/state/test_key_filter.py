@@ -4,6 +4,7 @@ written since."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from neardup.core import Settings
 from neardup.state import State
 from neardup.state.kept_filters import FILE_NAME
-from neardup.state.key_filter import KeyFilter
+from neardup.state.key_filter import FilterBudget, KeyFilter
 from neardup.state.rocksdb import RocksDBStore
 
 
@@ -231,3 +232,56 @@ def test_a_reopened_state_meets_what_it_stored(tmp_path: Path) -> None:
 def test_only_posting_indexes_have_filters() -> None:
     with State.open(None) as state, pytest.raises(KeyError, match="'docs' is not a posting"):
         state.key_filter("docs")
+
+
+def test_a_filter_past_its_budget_gives_up_and_misses_nothing() -> None:
+    budget = FilterBudget(3 * 2**17)  # room for a first stage of 2**17 bytes and the next
+    keys = KeyFilter(2**16, budget)  # 2**16 keys at 2 bytes each
+    keys.add(np.arange(0, 3 * 2**16, dtype=np.uint32))  # fills the first two stages
+    assert not keys.full and budget.used == 3 * 2**17
+    keys.add(np.arange(3 * 2**16, 3 * 2**16 + 10, dtype=np.uint32))  # a third would not fit
+    assert keys.full and keys.nbytes == 0 and budget.used == 0
+    assert keys.may_hold(np.arange(0, 2**18, dtype=np.uint32)).all()
+    kept = KeyFilter.from_pieces(bytes(keys.pieces(1 << 20)[0]), iter([None]))
+    assert kept.full  # kept full: read back full, without reading the keys
+
+
+def test_reading_keys_stops_once_the_filter_cannot_fit(tmp_path: Path) -> None:
+    read: list[int] = []
+
+    def chunks() -> Iterator[np.ndarray]:
+        for start in range(0, 2**20, 2**16):
+            read.append(start)
+            yield np.arange(start, start + 2**16, dtype=np.uint32)
+
+    assert KeyFilter.of(chunks(), FilterBudget(2**20)).full
+    assert len(read) < 16
+
+
+def test_a_state_past_its_key_filter_bound_still_meets_every_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = _keys(range(5000))
+    with State.open(tmp_path / "s", Settings(), key_filter_bytes=0) as state:
+        view = state.view()
+        view.super_shingles.meet_batch([keys], [1], [3])
+        view.commit()
+        assert state.key_filter("supershingles").full
+
+    def walked(*_: object) -> None:
+        raise AssertionError("the index's keys were read again")
+
+    monkeypatch.setattr("neardup.state.state.read_key_filter", walked)
+    with State.open(tmp_path / "s", key_filter_bytes=0) as state:  # kept full
+        assert state.view().super_shingles.meet_batch([keys[-3:]], [2], [3]).met(0) == {1}
+
+
+def test_a_filter_kept_full_is_made_again_under_a_larger_bound(tmp_path: Path) -> None:
+    keys = _keys([7, 2**31 + 5])
+    with State.open(tmp_path / "s", Settings(), key_filter_bytes=0) as state:
+        view = state.view()
+        view.super_shingles.meet_batch([keys], [1], [3])
+        view.commit()
+    with State.open(tmp_path / "s", key_filter_bytes=1 << 20) as state:
+        made = state.key_filter("supershingles")
+        assert not made.full and made.may_hold(keys).all()
