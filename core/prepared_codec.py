@@ -46,6 +46,11 @@ _U32 = struct.Struct("<I")
 # level and lookup level, sketch length, packed sketch bytes, super-shingles, shingle keys,
 # containment keys, SimHash table keys, url bytes, fetched_at bytes, content type bytes
 _HEADER = struct.Struct("<QQQQQIBBBIIIIIBIHH")
+#: the previous layout, ``NDP3``, without the packed sketch: still read, so that a deployment
+#: upgraded while its prepared log holds such batches goes on (the sketches are then packed
+#: as they are stored, one at a time)
+_OLD_MAGIC = b"NDP3"
+_OLD_HEADER = struct.Struct("<QQQQQIBBBIIIIBIHH")
 _HAS_CANONICAL = 1
 # the stored little-endian words as the machine's own: a view needs no byte swap on x86/ARM
 _U4 = np.dtype("<u4")
@@ -126,7 +131,7 @@ def _bad(message: str) -> BadRecordError:
 
 def settings_of_batch(raw: bytes) -> tuple[bytes, int]:
     """The settings JSON a message was prepared with, and where its documents start."""
-    if raw[: len(MAGIC)] != MAGIC:
+    if raw[: len(MAGIC)] not in (MAGIC, _OLD_MAGIC):
         raise _bad(f"starts with {raw[:8]!r}, not {MAGIC!r} (a message of another program?)")
     try:
         (length,) = _U32.unpack_from(raw, len(MAGIC))
@@ -142,12 +147,19 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
     """The documents of a message, which must have been prepared with ``settings`` (the
     settings check is the caller's: see ``settings_of_batch``). Pages come without content."""
     _, offset = settings_of_batch(raw)
+    old = raw[: len(MAGIC)] == _OLD_MAGIC
     family = sketch_family(settings)
     docs: list[PreparedDoc] = []
     try:
         (count,) = _U32.unpack_from(raw, offset)
         offset += _U32.size
         for _ in range(count):
+            header = (
+                _OLD_HEADER.unpack_from(raw, offset) if old else _HEADER.unpack_from(raw, offset)
+            )
+            if old:  # no packed sketch: its length is 0
+                header = (*header[:10], 0, *header[10:])
+            offset += _OLD_HEADER.size if old else _HEADER.size
             (
                 doc_id,
                 raw_print,
@@ -167,8 +179,7 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                 n_url,
                 n_fetched,
                 n_type,
-            ) = _HEADER.unpack_from(raw, offset)
-            offset += _HEADER.size
+            ) = header
             # views of the message, not copies (read-only: nothing downstream writes them)
             sketch = np.frombuffer(raw, _U4, n_sketch, offset)
             offset += 4 * n_sketch

@@ -7,8 +7,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from neardup.core import BadRecordError, Page, PreparedDoc, Preparer, Settings, page_from_json
-from neardup.core.prepared_codec import decode_batch, encode_batch, settings_of_batch
+from neardup.core.prepared_codec import (
+    _HEADER,
+    _OLD_HEADER,
+    decode_batch,
+    encode_batch,
+    encode_document,
+    frame,
+    settings_of_batch,
+)
 from neardup.state import State
+from neardup.state.codec import encode_id
 from neardup.streams import Detector
 
 from tests.helpers import SAMPLE, family_pages
@@ -104,6 +113,36 @@ def test_detection_on_decoded_documents_gives_the_same_events(settings: Settings
         found = Detector(wired).ingest(decode_batch(encode_batch(docs, settings), settings)).events
     assert [e.to_json() for e in found] == [e.to_json() for e in expected]
     assert expected  # the pages do have duplicates
+
+
+def _as_ndp3(docs: list[PreparedDoc], settings: Settings) -> bytes:
+    """``docs`` as the previous layout carried them: no packed sketch in a document."""
+    parts = []
+    for doc in docs:
+        raw = encode_document(doc)
+        fields = list(_HEADER.unpack_from(raw))
+        packed, sketch_end = fields.pop(10), _HEADER.size + 4 * fields[9]
+        fields[6] &= ~4  # no packed sketch
+        rest = raw[_HEADER.size : sketch_end] + raw[sketch_end + packed :]
+        parts.append(_OLD_HEADER.pack(*fields) + rest)
+    return b"NDP3" + frame(parts, settings.to_json().encode())[4:]
+
+
+def test_a_batch_of_the_previous_layout_is_read_and_stored_alike() -> None:
+    """A deployment upgraded while its prepared log holds batches of the previous layout."""
+    settings = Settings()
+    docs = Preparer(settings).prepare(_sample_pages() + family_pages(11))
+    old = decode_batch(_as_ndp3(docs, settings), settings)
+    assert all(doc.packed_sketch is None for doc in old)
+    with State.open(None, settings) as direct, State.open(None, settings) as wired:
+        expected = Detector(direct).ingest(docs).events
+        assert [e.to_json() for e in Detector(wired).ingest(old).events] == [
+            e.to_json() for e in expected
+        ]
+        for doc in docs[:20]:
+            assert direct.store.get("docs", encode_id(doc.doc_id)) == wired.store.get(
+                "docs", encode_id(doc.doc_id)
+            )
 
 
 def test_a_damaged_message_is_refused_with_a_reason() -> None:
