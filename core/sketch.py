@@ -166,6 +166,14 @@ class Samples:
     def __len__(self) -> int:
         return len(self.lengths)
 
+    def take(self, indices: npt.NDArray[np.intp]) -> Samples:
+        """The samples at ``indices``, in that order (one may be taken several times)."""
+        starts = np.cumsum(self.lengths) - self.lengths
+        lengths = self.lengths[indices]
+        offsets = np.cumsum(lengths) - lengths
+        at = np.repeat(starts[indices] - offsets, lengths) + np.arange(int(lengths.sum()))
+        return Samples(self.values[at], lengths)
+
 
 @dataclass(frozen=True, slots=True)
 class ExtraSample:

@@ -191,3 +191,17 @@ def test_vectorised_estimates_equal_the_definitions(
             pytest.approx(expected[2]),
             expected[3],
         )
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=20), min_size=1, max_size=8),
+    st.data(),
+)
+def test_taking_samples_gives_each_in_the_order_asked(
+    samples: list[list[int]], data: st.DataObject
+) -> None:
+    picks = data.draw(st.lists(st.integers(0, len(samples) - 1), max_size=12))
+    laid = Samples.of([np.array(sample, np.uint32) for sample in samples])
+    taken = laid.take(np.array(picks, np.intp))
+    assert taken.lengths.tolist() == [len(samples[at]) for at in picks]
+    assert taken.values.tolist() == [value for at in picks for value in samples[at]]
