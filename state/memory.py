@@ -62,5 +62,9 @@ class MemoryStore(Store):
         if self._tables is None:
             raise RuntimeError("the store is closed")  # and there is no disk to write to
 
+    def sync(self) -> None:
+        if self._tables is None:
+            raise RuntimeError("the store is closed")  # and there is no disk to sync
+
     def close(self) -> None:
         self._tables = None

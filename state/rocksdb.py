@@ -571,6 +571,13 @@ class RocksDBStore(Store):
     def directory(self) -> Path | None:
         return None if self.follower else self.path
 
+    def sync(self) -> None:
+        if self.follower or self.failed is not None:
+            return
+        if self._db is None:
+            raise RuntimeError("the store is closed")
+        self._db.flush_wal(True)
+
     def flush_in_background(self) -> None:
         if self.follower or self.failed is not None:
             return

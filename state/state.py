@@ -215,6 +215,9 @@ class State:
             return
         if self.store.failed is not None:
             return
+        # the writes the filters hold, synced first: writes a power loss took back could
+        # otherwise be made again up to the same sequence, and the file would seem to hold
+        self.store.sync()
         kept = set() if self._kept is None else self._kept.tables
         if sequence == self._opened_at and self._key_filters.keys() <= kept:
             return

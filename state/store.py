@@ -109,6 +109,11 @@ class Store(abc.ABC):
         written since. None for a store that keeps nothing (memory) and for a follower."""
         return None
 
+    @abc.abstractmethod
+    def sync(self) -> None:
+        """Make every write so far survive a power loss, not only a crash of this process
+        (a writer's log is written to the system at each write, and synced here)."""
+
     def directory(self) -> Path | None:
         """A writer's directory on disk, where files beside its tables may be kept; None for
         a store that keeps nothing (memory) and for a follower."""

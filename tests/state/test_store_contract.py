@@ -58,11 +58,16 @@ def test_every_table_exists(store: Store) -> None:
 
 
 def test_closed_store_refuses_use(store: Store) -> None:
+    store.write({"docs": {b"k": b"v"}})
+    store.sync()
+    assert store.get("docs", b"k") == b"v"
     store.close()
     with pytest.raises(RuntimeError, match="closed"):
         store.get("docs", b"k")
     with pytest.raises(RuntimeError, match="closed"):
         store.flush_in_background()
+    with pytest.raises(RuntimeError, match="closed"):
+        store.sync()
 
 
 def test_transaction_reads_its_own_writes_and_commits_atomically(store: Store) -> None:
