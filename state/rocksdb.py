@@ -52,10 +52,12 @@ class RocksDBOptions:
     #: one sorts in cache and leaves less to flush when the state closes
     hashed_write_buffer_bytes: int = 4 * _MB
     #: all memtables together: RocksDB sets no such bound, so memory would grow with the
-    #: number of tables being written
-    all_write_buffers_bytes: int = 64 * _MB
-    #: one block cache shared by every table (by default each table gets its own)
-    block_cache_bytes: int = 32 * _MB
+    #: number of tables being written (48 MB: a 1M-page run's peak RSS stays under 400 MB)
+    all_write_buffers_bytes: int = 48 * _MB
+    #: one block cache shared by every table (by default each table gets its own); a
+    #: writer's reads are random over a state far larger than any cache a small machine
+    #: spares, so the cache holds mostly the blocks just written and read again
+    block_cache_bytes: int = 16 * _MB
     #: write-ahead log size past which RocksDB flushes the tables holding its oldest file:
     #: tables written little (meta, stop keys) would otherwise keep every log file alive
     #: for a restart to replay, up to four times all write buffers
@@ -202,7 +204,7 @@ class RocksDBOptions:
 
 #: a follower's tuning (``neardup serve``): it only answers queries, whose reads are random
 #: sketches and posting lists all over the state; a block cache of 256 MB keeps them decoded
-#: (a state answers more queries a second than with a writer's 32 MB: docs/service.md)
+#: (a state answers more queries a second than with a writer's few MB: docs/service.md)
 FOLLOWER_OPTIONS = RocksDBOptions(block_cache_bytes=256 * _MB)
 
 

@@ -10,6 +10,7 @@ from neardup.core import NeardupError
 
 from ..running.stopping import Stopped, StopSignals
 from .commands import COMMANDS, Command
+from .malloc import limit_malloc_arenas
 from .options import resolve_environment
 
 __all__ = ["main", "parser"]
@@ -45,6 +46,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    limit_malloc_arenas()  # before any thread of this process starts
     args = parser().parse_args(argv)
     command: Command = args.command
     try:
