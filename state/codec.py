@@ -121,22 +121,20 @@ class DocRecord:
         if micros is None:
             micros = fetched_at_to_micros(self.fetched_at)
         sketch = self.packed if self.packed is not None else pack_sample(self.sketch)
-        raw_url = self.url.encode("utf-8")
-        flags = (_TWIN if self.duplicate_of else 0) | (_PACKED if sketch else 0)
-        if self.simhash is not None:
-            flags |= _HAS_SIMHASH
-        head = _DOC_HEAD.pack(
-            _VERSION, flags, micros, self.shingle_count, self.duplicate_of, len(raw_url)
-        )
+        flags = (_PACKED if sketch else 0) | (0 if self.simhash is None else _HAS_SIMHASH)
+        head = self.encode_head(self.url, micros, self.shingle_count, self.duplicate_of, flags)
         if self.simhash is None:
-            return head + raw_url + sketch
-        return head + raw_url + _SIMHASH.pack(self.simhash) + sketch
+            return head + sketch
+        return head + _SIMHASH.pack(self.simhash) + sketch
 
     @staticmethod
-    def encode_head(url: str, micros: int, shingle_count: int, duplicate_of: int) -> bytes:
-        """A record without its sketch: the whole record of one that keeps none."""
+    def encode_head(
+        url: str, micros: int, shingle_count: int, duplicate_of: int, flags: int = 0
+    ) -> bytes:
+        """A record without its sketch: the whole record of one that keeps none (``flags``:
+        those of what follows it, in a record that keeps more)."""
         raw_url = url.encode("utf-8")
-        flags = _TWIN if duplicate_of else 0
+        flags |= _TWIN if duplicate_of else 0
         return (
             _DOC_HEAD.pack(_VERSION, flags, micros, shingle_count, duplicate_of, len(raw_url))
             + raw_url

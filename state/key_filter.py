@@ -43,7 +43,7 @@ _WORD = np.dtype("<u8")
 
 class _Stage:
     def __init__(self, capacity: int) -> None:
-        words = max(1, capacity // _KEYS_PER_WORD)
+        words = _words_of(capacity)
         self.shift = np.uint64(64 - (words.bit_length() - 1))  # words is a power of two
         self.words: U64 = np.zeros(words, np.uint64)
         self.capacity = capacity
@@ -94,7 +94,7 @@ class KeyFilter:
         self._grow(_power_of_two(first_capacity))
 
     def _grow(self, capacity: int) -> None:
-        if self._budget.take(max(1, capacity // _KEYS_PER_WORD) * _WORD.itemsize):
+        if self._budget.take(_words_of(capacity) * _WORD.itemsize):
             self._stages.append(_Stage(capacity))
         else:
             self._give_up()
@@ -145,7 +145,8 @@ class KeyFilter:
         for keys in chunks:
             arrays.append(keys)
             count += len(keys)
-            if room is not None and 2 * count // _KEYS_PER_WORD * _WORD.itemsize > room:
+            first = _power_of_two(max(_FIRST_CAPACITY, 2 * count))
+            if room is not None and _words_of(first) * _WORD.itemsize > room:
                 return cls._made_of([], budget)
         made = cls(max(_FIRST_CAPACITY, 2 * count), budget)
         for keys in arrays:
@@ -191,10 +192,10 @@ class KeyFilter:
             while len(view):
                 if stage == len(targets):
                     raise ValueError("a damaged key filter: more words than its stages hold")
-                room = len(targets[stage]) - filled
-                targets[stage][filled : filled + min(room, len(view))] = view[:room]
-                filled += min(room, len(view))
-                view = view[room:]
+                taken = min(len(targets[stage]) - filled, len(view))
+                targets[stage][filled : filled + taken] = view[:taken]
+                filled += taken
+                view = view[taken:]
                 if filled == len(targets[stage]):
                     stage, filled = stage + 1, 0
         return cls._made_of(stages, budget)
@@ -247,6 +248,11 @@ def _stages_of(raw: bytes, at: int) -> tuple[list[_Stage], int]:
         stage.count = count
         stages.append(stage)
     return stages, at + 4 + _STAGE.size * len(stages)
+
+
+def _words_of(capacity: int) -> int:
+    """The 64-bit words of a stage of ``capacity`` keys."""
+    return max(1, capacity // _KEYS_PER_WORD)
 
 
 def _power_of_two(capacity: int) -> int:
