@@ -6,6 +6,7 @@ Nothing here does I/O; everything works on whole batches with numpy.
 from .canonical import Tokenizer, html_to_text, looks_like_html, to_canonical_text
 from .containment import containment_keys, kept_at_levels, level_counts, sampled_at
 from .exceptions import (
+    AbandonedError,
     BadRecordError,
     BrokerError,
     IncompatibleStateError,
@@ -45,6 +46,7 @@ __all__ = [
     "DEFAULT_SEED",
     "FINER_LOOKUP",
     "RUN_SETTINGS",
+    "AbandonedError",
     "BadRecordError",
     "BrokerError",
     "Estimate",

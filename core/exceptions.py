@@ -7,6 +7,8 @@
     ├── SketchMismatchError      two sketches made with different parameters were compared
     ├── BadRecordError           an input record cannot become a document (also a ValueError);
     │                            ``reason`` is the short machine-readable cause
+    ├── AbandonedError           a stop was asked for while work was in hand (a batch, a
+    │                            fit): it was dropped, nothing of it kept
     ├── StateError               the state directory cannot be used
     │   └── IncompatibleStateError   the state was built with other sketch settings
     └── BrokerError              the Kafka broker cannot be reached or refused a request
@@ -17,6 +19,7 @@ Catch ``NeardupError`` to handle all of them.
 from __future__ import annotations
 
 __all__ = [
+    "AbandonedError",
     "BadRecordError",
     "BrokerError",
     "IncompatibleStateError",
@@ -30,6 +33,11 @@ __all__ = [
 
 class NeardupError(Exception):
     """Base class of every error neardup raises on purpose."""
+
+
+class AbandonedError(NeardupError):
+    """Work cut short by a stop (SIGTERM, SIGINT): the caller drops what it built, and the
+    next run does it again."""
 
 
 class SettingsError(NeardupError, ValueError):

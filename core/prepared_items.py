@@ -2,9 +2,8 @@
 tombstones, the records that remove an item.
 
 The prepare agent sends one message per batch of records; the detect agent decodes it. A
-message carries the items as prepared (values, keys and probes) and the schema that made
-them, so that a detector refuses batches prepared with another schema instead of mixing
-their keys.
+message carries the items as prepared (their values) and the schema that made them, so that
+a detector refuses batches prepared with another schema instead of mixing their values.
 
     message = MAGIC, u32 schema length, schema JSON, msgpack list of items
 """
@@ -31,7 +30,7 @@ __all__ = [
     "tombstone",
 ]
 
-ITEM_MAGIC = b"NDI1"
+ITEM_MAGIC = b"NDI2"
 _U32 = struct.Struct("<I")
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(list[PreparedItem])

@@ -190,6 +190,8 @@ class FingerprintKind(IntEnum):
     RAW = 1
     CANONICAL = 2
     SHINGLE_SET = 3
+    #: item mode: the item's values, all of them (a record scraped again, under another id)
+    ITEM_VALUES = 4
 
 
 class FingerprintTable:

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 import xxhash
 from neardup.core import IncompatibleStateError
+from neardup.core.items.model import ItemModel
 from neardup.core.items.prepare import PreparedItem
 from neardup.core.items.schema import ItemSchema
 
-from .codec import encode_id
+from .codec import decode_id, encode_id
 from .store import Store
 from .transaction import Transaction
 
@@ -24,10 +25,12 @@ __all__ = [
     "ItemRecords",
     "check_or_store_schema",
     "item_doc_id",
+    "stored_model",
     "stored_schema",
 ]
 
 _SCHEMA = b"item_schema"
+_MODEL = b"item_model"
 
 
 def item_doc_id(item_id: str) -> int:
@@ -54,6 +57,20 @@ class ItemRecords:
 
     def delete(self, doc_id: int) -> None:
         self._tx.delete("items", encode_id(doc_id))
+
+    def put_model(self, model: ItemModel) -> None:
+        """The model that scores the state's items from now on (``core.items.model``)."""
+        self._tx.put("meta", _MODEL, model.encode())
+
+    def all_ids(self) -> list[int]:
+        """Every stored item's doc id, ascending."""
+        return [decode_id(key) for key in self._tx.store.keys("items")]
+
+
+def stored_model(store: Store) -> ItemModel | None:
+    """The model a state's items are scored with (None: none fitted or stored yet)."""
+    raw = store.get("meta", _MODEL)
+    return None if raw is None else ItemModel.decode(raw)
 
 
 def stored_schema(store: Store) -> ItemSchema | None:

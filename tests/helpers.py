@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 from neardup.core import Page
+from neardup.core.items.model import ItemModel
+from neardup.core.items.schema import ItemSchema
 from neardup.state import TABLES, DocRecord, State, StateView
 from neardup.state.posting_log import FOLD_RANGES
 
@@ -162,3 +164,26 @@ def hub_pages() -> tuple[list[Page], Page]:
     pages = [page for name, base in bases.items() for page in _family(name, base, rng)]
     hub = " ".join(bases["a"][:80] + bases["b"][:80] + bases["c"][:80])
     return pages, Page("https://hub.example/", hub, at_second(30))
+
+
+def item_model_where(schema: ItemSchema, agree: float, disagree: float, prior: float) -> ItemModel:
+    """A hand-made item model: each comparison worth ``agree`` bits at its top level,
+    ``disagree`` at its bottom one and 0 between, on ``prior`` odds (what a test sets when
+    it needs known weights, not learned ones: a schema with ``learn = false``)."""
+    from neardup.core.items.compare import comparisons_of
+
+    m, u = [], []
+    for comparison in comparisons_of(schema):
+        bits = [disagree, *[0.0] * (comparison.levels - 2), agree]
+        chance = [0.5, *[0.1] * (comparison.levels - 1)]
+        u.append(tuple(chance))
+        m.append(tuple(c * 2.0**b for c, b in zip(chance, bits, strict=True)))
+    return ItemModel(
+        tuple(c.name for c in comparisons_of(schema)), tuple(m), tuple(u), prior, items=1
+    )
+
+
+def store_item_model(state: State, model: ItemModel) -> None:
+    view = state.view()
+    view.items.put_model(model)
+    view.commit()

@@ -1,18 +1,16 @@
 """Item mode's reference pipeline in memory, and its accuracy against ground truth.
 
-One item at a time, as the stream will: prepare it, look its probes up in an inverted index
-(each list capped: a full list takes no more items, and every item it turns away is counted,
-with the true pairs it may lose), verify every candidate, join matches with union-find, post
-the item's keys. Then pairwise precision, recall and F1 of "same cluster" against the truth,
-and the work: keys, probes and candidates per item, the largest cluster.
+The same core as a run (``neardup.core.items``): the records prepared, the model fitted on
+them (``fit.py``), each item's keys looked up in an inverted index capped as the state's is,
+every candidate scored, the graph of matches cut into clusters (``communities.py``). Then
+pairwise precision, recall and F1 of "same cluster" against the truth (over the labelled
+pairs alone for corpora whose truth is a set of labelled pairs), and the work: keys and
+candidates an item, candidate recall (the share of the true pairs that share a key), the
+largest cluster.
 
     python -m bench.items.evaluate --corpus listings --n 20000 --seed 1
-    python -m bench.items.evaluate --corpus listings-plain --n 20000 --seed 1
-    python -m bench.items.evaluate --corpus listings-rich --n 20000 --seed 1
-    python -m bench.items.evaluate --corpus febrl3
-
-``--missed`` also checks the key guarantee on the truth: every true pair whose score reaches
-the threshold must share a key (probes of one, posted keys of the other).
+    python -m bench.items.evaluate --corpus walmart-amazon
+    python -m bench.items.evaluate --corpus febrl3 --json
 """
 
 from __future__ import annotations
@@ -21,19 +19,23 @@ import argparse
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from math import comb
 from pathlib import Path
 from typing import Any
 
 from neardup.core.exceptions import BadRecordError
-from neardup.core.items.prepare import ItemPreparer, PreparedItem, verify
+from neardup.core.items.blocking import Blocker
+from neardup.core.items.prepare import ItemPreparer, PreparedItem
 from neardup.core.items.schema import ItemSchema
+from neardup.core.items.scorer import Scorer
+from neardup.streams.detection.communities import across, components, parts
+from neardup.streams.detection.item_fit import fit_model
 
-from . import febrl, listings
+from . import febrl, listings, public
 
-__all__ = ["evaluate", "load_corpus", "main", "pair_scores"]
+__all__ = ["evaluate", "labelled_scores", "load_corpus", "main", "pair_scores"]
 
 SCHEMAS = Path(str(files("bench.items").joinpath("schemas")))
 #: generated corpora: with coordinates or without ("-plain"), with a description and a price
@@ -50,27 +52,32 @@ def load_corpus(name: str, count: int, seed: int) -> tuple[str, list[tuple[dict[
         return (SCHEMAS / schema).read_text(), [(x.record, x.entity) for x in made]
     if name in febrl.CORPORA:
         return (SCHEMAS / "febrl.toml").read_text(), febrl.load(name)
-    raise SystemExit(f"unknown corpus {name!r}: {', '.join(LISTINGS + febrl.CORPORA)}")
+    if name in public.CORPORA:
+        return public.schema_text(name), public.load(name)
+    known = LISTINGS + febrl.CORPORA + public.CORPORA
+    raise SystemExit(f"unknown corpus {name!r}: {', '.join(known)}")
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: list[int] = []
-
-    def add(self) -> int:
-        self.parent.append(len(self.parent))
-        return len(self.parent) - 1
-
-    def find(self, x: int) -> int:
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
+def clusters_of(
+    count: int,
+    edges: Sequence[tuple[int, int, float]],
+    schema: ItemSchema,
+    sources: Sequence[str | None],
+) -> list[int]:
+    """A cluster label per item, from the graph of matches (``communities.py``)."""
+    graph: dict[int, dict[int, float]] = defaultdict(dict)
+    for a, b, score in edges:
+        graph[a][b] = graph[b][a] = max(score, graph[a].get(b, 0.0))
+    labels = list(range(count))
+    for component in components(sorted(graph), graph):
+        if schema.link == "across":
+            cut = across(component, graph, lambda node: {sources[node]})
+        else:
+            cut = parts(component, graph)
+        for group in cut:
+            for member in group:
+                labels[member] = group[0]
+    return labels
 
 
 def pair_scores(predicted: Sequence[int], truth: Sequence[str]) -> dict[str, float]:
@@ -91,97 +98,110 @@ def pair_scores(predicted: Sequence[int], truth: Sequence[str]) -> dict[str, flo
     }
 
 
+def labelled_scores(
+    cluster_of: Mapping[str, Any], labelled: Mapping[tuple[str, str], bool]
+) -> dict[str, float]:
+    """Precision, recall and F1 of "same cluster" over labelled pairs alone (record ids,
+    each pair given in both orders), for corpora whose truth is a set of labelled pairs."""
+    tp = fp = fn = 0
+    for (a, b), match in labelled.items():
+        if a > b or a not in cluster_of or b not in cluster_of:
+            continue
+        together = cluster_of[a] == cluster_of[b]
+        tp += together and match
+        fp += together and not match
+        fn += match and not together
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "true_pairs": tp + fn,
+        "predicted_pairs": tp + fp,
+    }
+
+
 def evaluate(
     schema: ItemSchema,
     corpus: Sequence[tuple[dict[str, Any], str]],
+    labelled: Mapping[tuple[str, str], bool] | None = None,
     cap: int = 1000,
-    missed: bool = False,
-    rules: bool = False,
 ) -> dict[str, Any]:
     """Run the reference pipeline over the corpus and score it."""
+    started = time.perf_counter()
     preparer = ItemPreparer(schema)
-    index: dict[int, list[int]] = defaultdict(list)
-    turned_away: Counter[int] = Counter()
     items: list[PreparedItem] = []
     truth: list[str] = []
-    clusters = _UnionFind()
     dead: Counter[str] = Counter()
-    candidates = verified_pairs = 0
-    by_rule: Counter[int] | None = Counter() if rules else None
-    rule_keys: Counter[int] = Counter()
-    started = time.perf_counter()
     for record, entity in corpus:
         try:
-            item = preparer.prepare(record)
+            items.append(preparer.prepare(record))
         except BadRecordError as error:
             dead[error.reason] += 1
             continue
-        me = clusters.add()
-        items.append(item)
         truth.append(entity)
-        found = {other for key in item.probes for other in index.get(key, ())}
-        candidates += len(found)
-        if by_rule is not None:
-            for number, (posted, probes) in enumerate(preparer.keymaker.keys_by_rule(item.values)):
-                rule_keys[number] += len(set(posted))
-                by_rule[number] += len({o for key in probes for o in index.get(key, ())})
-        for other in found:
-            if verify(item, items[other], schema).matched:
-                verified_pairs += 1
-                clusters.union(me, other)
-        for key in item.keys:
-            posting = index[key]
-            if len(posting) < cap:
-                posting.append(me)
-            else:
-                turned_away[key] += 1
-    elapsed = time.perf_counter() - started
-    labels = [clusters.find(i) for i in range(len(items))]
+    prepared = time.perf_counter()
+    model = fit_model(schema, items)
+    fitted = time.perf_counter()
+    scorer, blocker = Scorer(schema, model), Blocker(schema, model)
+    features = [scorer.features(item.values) for item in items]
+    keys = [blocker.keys(item.values) for item in items]
+    index: dict[int, list[int]] = defaultdict(list)
+    edges: list[tuple[int, int, float]] = []
+    candidates = 0
+    for at, item in enumerate(items):
+        met = {other for key in keys[at][1] for other in index.get(key, ())}
+        candidates += len(met)
+        for other in sorted(met):
+            if schema.link == "across" and items[other].source == item.source:
+                continue
+            match = scorer.score(features[at], features[other])
+            if match.matched:
+                edges.append((other, at, match.score))
+        for key in keys[at][0]:
+            if len(index[key]) < cap:
+                index[key].append(at)
+    labels = clusters_of(len(items), edges, schema, [item.source for item in items])
+    detected = time.perf_counter()
+    if labelled is None:
+        scores = pair_scores(labels, truth)
+    else:
+        scores = labelled_scores({item.id: labels[at] for at, item in enumerate(items)}, labelled)
     sizes = Counter(labels)
-    result: dict[str, Any] = {
+    return {
         "items": len(items),
         "dead_letters": dict(dead),
-        "plan": preparer.plan.describe(schema),
-        **pair_scores(labels, truth),
-        "keys_per_item": sum(len(i.keys) for i in items) / max(1, len(items)),
-        "probes_per_item": sum(len(i.probes) for i in items) / max(1, len(items)),
+        **scores,
+        "keys_per_item": sum(len(k[0]) for k in keys) / max(1, len(items)),
         "candidates_per_item": candidates / max(1, len(items)),
-        "matches": verified_pairs,
+        "candidate_recall": _candidate_recall(keys, truth),
+        "edges": len(edges),
         "largest_cluster": max(sizes.values(), default=0),
         "largest_true_cluster": max(Counter(truth).values(), default=0),
-        "stop_keys": len(turned_away),
-        "postings_turned_away": sum(turned_away.values()),
-        "encoded_bytes_per_item": sum(len(i.encode()) for i in items) / max(1, len(items)),
-        "seconds": round(elapsed, 1),
+        "prior_odds_bits": round(model.prior, 2),
+        "seconds": {
+            "prepare": round(prepared - started, 2),
+            "fit": round(fitted - prepared, 2),
+            "detect": round(detected - fitted, 2),
+        },
     }
-    if by_rule is not None:
-        names = preparer.plan.describe(schema).split(" | ")
-        result["by_rule"] = {
-            name: {
-                "keys": rule_keys[n] / max(1, len(items)),
-                "candidates": by_rule[n] / max(1, len(items)),
-            }
-            for n, name in enumerate(names)
-        }
-    if missed:
-        result["missed_by_keys"] = _missed_by_keys(schema, items, truth)
-    return result
 
 
-def _missed_by_keys(schema: ItemSchema, items: list[PreparedItem], truth: list[str]) -> int:
-    """True pairs that reach the threshold but share no key (the guarantee says: none)."""
-    groups: dict[str, list[PreparedItem]] = defaultdict(list)
-    for item, entity in zip(items, truth, strict=True):
-        groups[entity].append(item)
-    lost = 0
+def _candidate_recall(keys: Sequence[tuple[list[int], list[int]]], truth: Sequence[str]) -> float:
+    """The share of the true pairs that share a key (probes of one, posted keys of the
+    other)."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for at, entity in enumerate(truth):
+        groups[entity].append(at)
+    pairs = met = 0
     for members in groups.values():
         for i, a in enumerate(members):
             for b in members[i + 1 :]:
-                if verify(a, b, schema).matched and not (
-                    set(a.probes) & set(b.keys) and set(b.probes) & set(a.keys)
-                ):
-                    lost += 1
-    return lost
+                pairs += 1
+                met += bool(set(keys[a][1]) & set(keys[b][0]) or set(keys[b][1]) & set(keys[a][0]))
+    return met / pairs if pairs else 1.0
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -192,16 +212,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cap", type=int, default=1000, help="posting list cap")
     parser.add_argument("--threshold", type=float, help="override the schema's threshold")
     parser.add_argument("--schema", type=Path, help="a schema TOML instead of the corpus's")
-    parser.add_argument("--missed", action="store_true", help="check the key guarantee")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--rules", action="store_true", help="keys and candidates per rule")
     args = parser.parse_args(argv)
     text, corpus = load_corpus(args.corpus, args.n, args.seed)
     if args.schema is not None:
         text = args.schema.read_text()
     if args.threshold is not None:
         text = f"threshold = {args.threshold}\n{text}"
-    result = evaluate(ItemSchema.from_toml(text), corpus, args.cap, args.missed, args.rules)
+    labelled = public.labelled_pairs(args.corpus) if args.corpus in public.CORPORA else None
+    result = evaluate(ItemSchema.from_toml(text), corpus, labelled, args.cap)
     result["corpus"] = args.corpus
     if args.json:
         print(json.dumps(result))

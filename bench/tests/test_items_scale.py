@@ -33,16 +33,3 @@ def test_scale_runs_neardup_in_a_child_and_scores_it(tmp_path: Path) -> None:
     assert neardup["f1"] > 0.8 and neardup["largest_cluster"] >= 2
     assert neardup["state_bytes_per_item"] > 0 and neardup["peak_rss_mb"] > 0
     assert sum(s["items"] for s in neardup["stretches"]) == 300
-
-
-def test_rule_pairs_counts_a_pair_for_each_rule_two_copies_share() -> None:
-    from bench.items.evaluate import load_corpus
-    from bench.items.rule_pairs import rule_pairs
-
-    schema_text, corpus = load_corpus("listings", 200, 1)
-    record = next(r for r, _ in corpus if all(r.get(f) for f in ("name", "city", "phone")))
-    lines = rule_pairs(schema_text, [record, dict(record, id="copy")])
-    # every key of a rule is held by both copies: one pair a key, over two items
-    assert any(line["keys"] for line in lines)
-    assert all(line["pairs_per_item"] == line["keys"] / 2 for line in lines)
-    assert all(line["largest_key"] == 2 for line in lines if line["keys"])

@@ -27,7 +27,7 @@ from typing import Any
 from .geo import centroid
 from .prepare import PreparedItem
 from .schema import ItemSchema
-from .similarity import text_similarity
+from .similarity import jaccard_sorted
 from .values import (
     CategoryValue,
     FieldValue,
@@ -78,7 +78,14 @@ def _merge_values(values: Sequence[FieldValue]) -> Any:
         texts = [value for value in values if isinstance(value, TextValue)]
 
         def support(text: TextValue) -> tuple[float, int]:
-            return sum(text_similarity(text, other) for other in texts), len(text.display)
+            words = set(text.words.split())
+            shared = sum(
+                len(words & set(other.words.split()))
+                / max(1, len(words | set(other.words.split())))
+                + jaccard_sorted(text.grams, other.grams)
+                for other in texts
+            )
+            return shared, len(text.display)
 
         return max(texts, key=support).display
     if isinstance(first, LongTextValue):

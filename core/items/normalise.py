@@ -6,20 +6,13 @@ punctuation removed; words are maximal runs of letters and digits. Each word is 
 its canonical form (``synonyms.SynonymTable``), stop words are dropped and the other words
 are stemmed with Snowball (PyStemmer; canonical forms and numbers are kept as they are).
 
-A text has two token sets. Its word tokens: each word's first ``WORD_PREFIX`` letters (a
-number whole), so that a typo past a word's third letter, a plural or a longer form keeps the
-token ("Insurnace" and "Insurance", "Pizza" and "Pizzeria" both "ins", "piz"); numbers stay
-whole because "12" and "1200" are different houses. Its n-grams: the character n-grams of each
-word padded with "^" and "$" (so a typo costs a few n-grams, not the word). Measured on the
-bench corpora (bench/items/README.md) against whole words and n-grams across joined words.
-Tokens are 32-bit hashes (xxh3, tagged by kind), small to store; a chance collision between
-two of an item's tokens is negligible for a similarity.
-
-Street suffixes and unit designators (``St``, ``Suite``) are no word tokens. The others are
-kept in the key order: tokens of the synonym table's other canonical forms (directionals,
-ordinals, "saint") and one-letter tokens last, each group by hash. Keys take a text's first
-word tokens; the common ones would bring many candidates. Measured: F1 -0.003 on listings
-without coordinates, a word token fewer in most addresses.
+Words are read under the field's profile (``profiles.py``): number words as digits
+(``numerals.py``), the synonym sections the profile applies, stop words dropped, Snowball
+stemming (PyStemmer; canonical forms and numbers are kept as they are); codes inside the
+text are found apart (``codes.py``). A text also keeps the character bigrams of each word
+padded with "^" and "$" (a typo costs a few bigrams, not the word; split and joined words
+share most of theirs), as 32-bit hashes (xxh3, tagged by kind): small to store, and a chance
+collision between two of an item's tokens is negligible for a similarity.
 """
 
 from __future__ import annotations
@@ -33,6 +26,9 @@ import Stemmer
 import xxhash
 
 from ..canonical import html_to_text
+from .codes import codes_in
+from .numerals import read_numerals
+from .profiles import LEGAL_FORMS, sections_of
 from .schema import IdentifierKind
 from .synonyms import STOP_WORDS, SynonymTable, fold_word
 
@@ -40,7 +36,6 @@ __all__ = [
     "GRAM_SIZE",
     "PHONE_DIGITS",
     "SHINGLE_SIZE",
-    "WORD_PREFIX",
     "TextNormaliser",
     "char_grams",
     "fold_text",
@@ -49,16 +44,10 @@ __all__ = [
     "raw_words",
     "shingle_tokens",
     "token_hash",
-    "word_token",
 ]
 
 #: n of the character n-grams of text fields (chosen by measurement: bench/items/README.md)
 GRAM_SIZE = 2
-#: letters of a word kept in its word token (numbers are kept whole)
-WORD_PREFIX = 3
-# synonym table sections whose words are no word tokens: most addresses have one, so they
-# would only bring candidates (they stay in the n-grams)
-_MINOR_KINDS = frozenset({"suffix", "unit"})
 #: w of the word shingles of longtext fields (as pages are shingled, shorter: descriptions are)
 SHINGLE_SIZE = 3
 
@@ -71,6 +60,10 @@ _MARKUP = re.compile(r"<[A-Za-z!/]")
 _NOT_DIGIT = re.compile(r"\D")
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]*://")
 _NOT_CODE = re.compile(r"[^\w]|_")
+# letters spelt with dots ("N.V.", "U.S.A."): one word
+_DOTTED = re.compile(r"(?<![^\W_])(?:[^\W\d_]\.){2,}")
+_CODE_RUN = re.compile(r"[^\W_]+(?:[-/.][^\W_]+)*")
+_SEPARATOR = re.compile(r"[-/.]")
 #: phone numbers are compared on their last digits: long enough to identify a line, short
 #: enough to ignore country codes and trunk prefixes ("+353 21 ..." and "021 ...")
 PHONE_DIGITS = 9
@@ -85,45 +78,51 @@ def fold_text(text: str) -> str:
     return fold_word(text)
 
 
-def raw_words(text: str) -> list[str]:
-    """The folded words of a text, before synonyms, stop words and stemming."""
+def raw_words(text: str, dotted: bool = False) -> list[str]:
+    """The folded words of a text, before synonyms, stop words and stemming (``dotted``:
+    letters spelt with dots read as one word)."""
     folded = fold_text(text).replace("&", " and ")
     folded = _APOSTROPHE.sub("", _POSSESSIVE.sub("", folded))
+    if dotted:
+        folded = _DOTTED.sub(lambda found: found.group().replace(".", "") + " ", folded)
     return _WORD.findall(folded)
 
 
-class TextNormaliser:
-    """Words of a text in canonical form: synonyms, stop words, Snowball stemming."""
+def code_words(text: str) -> list[str]:
+    """A code field's words: runs of letters and digits, separators inside dropped."""
+    return [_SEPARATOR.sub("", run) for run in _CODE_RUN.findall(fold_text(text))]
 
-    def __init__(self, table: SynonymTable, language: str = "english") -> None:
+
+class TextNormaliser:
+    """Words of a text in canonical form under a profile (``profiles.py``): number words
+    as digits, synonyms, stop words, Snowball stemming."""
+
+    def __init__(
+        self, table: SynonymTable, language: str = "english", profile: str = "name"
+    ) -> None:
+        self.profile = profile
+        self._full_table = table
+        table = table.restricted(sections_of(profile))
         self._table = table
         self._canonical_forms = frozenset(table.canonical.values())
-        # decided on the token, not the word: the key order must be one order of tokens
-        self._common = frozenset(word_token(form) for form in self._canonical_forms)
-        self._minor = frozenset(form for form, kind in table.kind.items() if kind in _MINOR_KINDS)
+        self._full_forms = frozenset(self._full_table.canonical.values())
         self._stem = lru_cache(maxsize=65536)(Stemmer.Stemmer(language).stemWord)
 
     @property
     def table(self) -> SynonymTable:
         return self._table
 
-    def word_tokens(self, words: Sequence[str]) -> list[int]:
-        """The distinct word tokens' hashes in the key order: rare tokens first (longer than a
-        letter, not a canonical form's), then the common ones, each group by hash. Street
-        suffixes and unit designators are left out (unless they are all the text has)."""
-        tokens = {word_token(word) for word in words if word not in self._minor}
-        if not tokens:
-            tokens = {word_token(word) for word in words}
-        ranked = sorted(
-            (token in self._common or len(token) < 2, token_hash("w", token)) for token in tokens
-        )
-        return [token for _, token in ranked]
-
     def words(self, text: str) -> list[str]:
         """The canonical words of a text, in order."""
+        profile = self.profile
+        if profile == "code":
+            return code_words(text)
+        raw = raw_words(text, dotted=profile != "person")
+        if profile == "person":
+            return [word for word in raw if word not in STOP_WORDS]
         out = []
-        for word in self._table.apply(raw_words(text)):
-            if word in STOP_WORDS:
+        for word in self._table.apply(read_numerals(raw)):
+            if word in STOP_WORDS or (profile == "organisation" and word in LEGAL_FORMS):
                 continue
             if word in self._canonical_forms or not word.isalpha():
                 out.append(word)
@@ -131,18 +130,21 @@ class TextNormaliser:
                 out.append(self._stem(word))
         return out
 
+    def codes(self, text: str) -> list[str]:
+        """The codes inside a text (none in addresses and people's names)."""
+        if self.profile in ("address", "person"):
+            return []
+        if self.profile == "code":
+            return code_words(text)
+        return codes_in(fold_text(text))
+
     def category(self, text: str) -> str:
         """A category's value: its canonical words (stop words kept), joined by spaces."""
-        words = self._table.apply(raw_words(text))
+        words = self._full_table.apply(read_numerals(raw_words(text)))
         return " ".join(
-            word if word in self._canonical_forms or not word.isalpha() else self._stem(word)
+            word if word in self._full_forms or not word.isalpha() else self._stem(word)
             for word in words
         )
-
-
-def word_token(word: str) -> str:
-    """A word's token: its first ``WORD_PREFIX`` letters, or the whole word if a number."""
-    return word if word.isdigit() else word[:WORD_PREFIX]
 
 
 def char_grams(words: Sequence[str], size: int = GRAM_SIZE) -> list[str]:

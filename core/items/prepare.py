@@ -1,4 +1,4 @@
-"""From a decoded JSON record to a ``PreparedItem``: checked, normalised, tokenised, keyed.
+"""From a decoded JSON record to a ``PreparedItem``: checked, normalised, tokenised.
 
 A record that cannot become an item raises ``BadRecordError`` with a reason code for the
 dead letters: ``not_an_object``, ``missing_id``, ``bad_field`` (a value of the wrong type),
@@ -6,19 +6,20 @@ dead letters: ``not_an_object``, ``missing_id``, ``bad_field`` (a value of the w
 ``not_finite`` (NaN or infinity), ``too_large`` (a field over ``MAX_FIELD_CHARS``).
 A field that is absent, null or empty after normalisation is missing: left out of scores.
 
-``PreparedItem.encode`` is a compact msgpack form for the state (the keys are not in it: the
-index holds them, and ``ItemPreparer.keys`` recomputes them from the values).
+``PreparedItem.encode`` is a compact msgpack form for the state. An item's keys are not
+prepared with it: they depend on the state's model (``blocking.py``).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import msgspec
 
 from ..exceptions import BadRecordError
-from .keys import KeyMaker, KeyPlan
+from .compare import term_hash
 from .normalise import (
     TextNormaliser,
     gram_tokens,
@@ -27,9 +28,9 @@ from .normalise import (
     token_hash,
 )
 from .schema import FieldSpec, ItemSchema
-from .similarity import ItemMatch, combine, match_or_none
 from .synonyms import listings_table
 from .values import (
+    SKETCH_SIZE,
     CategoryValue,
     FieldValue,
     GeoValue,
@@ -45,38 +46,30 @@ __all__ = [
     "SKETCH_SIZE",
     "ItemPreparer",
     "PreparedItem",
-    "verify",
-    "verify_match",
 ]
 
 #: a field longer than this (characters) sends the record to the dead letters as too_large
 MAX_FIELD_CHARS = 1_000_000
 #: the display form kept per field for merged records (characters)
 DISPLAY_CHARS = 200
-#: s, the bottom-s sample kept of a longtext's shingles
-SKETCH_SIZE = 64
 
 
 class PreparedItem(msgspec.Struct, frozen=True, array_like=True):
     """One item ready to index and compare. ``values`` are aligned with the schema's fields
-    (None where missing); ``keys`` are posted to the index, ``probes`` looked up there."""
+    (None where missing)."""
 
     id: str
     url: str | None
     values: tuple[FieldValue | None, ...]
     source: str | None = None
-    keys: tuple[int, ...] = ()
-    probes: tuple[int, ...] = ()
 
     def encode(self) -> bytes:
-        """Compact binary form for the state (without keys and probes)."""
-        return _ENCODER.encode(
-            PreparedItem(self.id, self.url, self.values, self.source)  # keys left out
-        )
+        """Compact binary form for the state."""
+        return _ENCODER.encode(self)
 
     @staticmethod
     def decode(data: bytes) -> PreparedItem:
-        """The item ``encode`` wrote (with no keys: ``ItemPreparer.keys`` recomputes them)."""
+        """The item ``encode`` wrote."""
         return _DECODER.decode(data)
 
     def value(self, schema: ItemSchema, name: str) -> FieldValue | None:
@@ -91,17 +84,17 @@ _DECODER = msgspec.msgpack.Decoder(PreparedItem)
 class ItemPreparer:
     """Prepares records of one schema (holds its synonym table, stemmer and key plan)."""
 
-    def __init__(self, schema: ItemSchema, plan: KeyPlan | None = None) -> None:
+    def __init__(self, schema: ItemSchema) -> None:
         self.schema = schema
         table = listings_table()
         if schema.synonyms:
             table = table.extended(schema.synonyms, "the schema's synonyms")
         self.text = TextNormaliser(table, schema.language)
-        self.keymaker = KeyMaker(schema, plan)
-
-    @property
-    def plan(self) -> KeyPlan:
-        return self.keymaker.plan
+        self._readers = {
+            spec.reading: TextNormaliser(table, schema.language, spec.reading)
+            for spec in schema.fields
+            if spec.type in ("text", "longtext")
+        }
 
     def prepare(self, record: Any) -> PreparedItem:
         """A PreparedItem from a decoded JSON object, or BadRecordError saying why not."""
@@ -120,13 +113,7 @@ class ItemPreparer:
         url = _optional_text(record, self.schema.url_field)
         source = _optional_text(record, self.schema.source_field)
         values = tuple(self._value(spec, record) for spec in self.schema.fields)
-        keys, probes = self.keymaker.keys(values)
-        return PreparedItem(item_id, url, values, source, keys, probes)
-
-    def keys(self, item: PreparedItem) -> PreparedItem:
-        """The item with its keys and probes (recomputed: a decoded item has none)."""
-        keys, probes = self.keymaker.keys(item.values)
-        return msgspec.structs.replace(item, keys=keys, probes=probes)
+        return PreparedItem(item_id, url, values, source)
 
     def _value(self, spec: FieldSpec, record: dict[str, Any]) -> FieldValue | None:
         if spec.type == "geo":
@@ -139,18 +126,21 @@ class ItemPreparer:
         text = _field_text(spec, raw)
         display = " ".join(text.split())[:DISPLAY_CHARS]
         if spec.type in ("text", "longtext"):
-            words = self.text.words(text)
+            reader = self._readers[spec.reading]
+            words = reader.words(text)
             if not words:
                 return None
             if spec.type == "longtext":
                 return LongTextValue(display, tuple(shingle_tokens(words)[:SKETCH_SIZE]))
             numbers = sorted({token_hash("w", word) for word in words if word.isdigit()})
+            codes = sorted({term_hash("c", code) for code in reader.codes(text)})
             return TextValue(
                 display,
                 " ".join(words),
-                tuple(self.text.word_tokens(words)),
+                (),
                 tuple(gram_tokens(words)),
                 tuple(numbers),
+                tuple(codes),
             )
         if spec.type == "category":
             value = self.text.category(text)
@@ -159,25 +149,8 @@ class ItemPreparer:
         return IdentifierValue(display, value, token_hash("v", value)) if value else None
 
 
-def verify(a: PreparedItem, b: PreparedItem, schema: ItemSchema) -> ItemMatch:
-    """The combined score of two items, each compared field's score, and the verdict."""
-    return combine(
-        schema.fields, a.values, b.values, schema.threshold, SKETCH_SIZE, schema.least_weight
-    )
-
-
-def verify_match(a: PreparedItem, b: PreparedItem, schema: ItemSchema) -> ItemMatch | None:
-    """``verify`` for a pair that matters only if it matches: None when it does not (most
-    pairs end before all their fields are scored)."""
-    return match_or_none(
-        schema.fields,
-        schema.scoring_order,
-        a.values,
-        b.values,
-        schema.threshold,
-        SKETCH_SIZE,
-        schema.least_weight,
-    )
+#: the first number in a string: sign, digits with thousands separators, decimals
+_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
 def _scalar_text(record: dict[str, Any], key: str) -> str | None:
@@ -250,8 +223,11 @@ def _finite(spec: FieldSpec, key: str, raw: Any) -> float:
 
 
 def _number(spec: FieldSpec, raw: Any) -> NumberValue | None:
-    if isinstance(raw, str) and not raw.strip():
-        return None
+    if isinstance(raw, str):
+        found = _NUMBER.search(raw.replace("\u00a0", " "))
+        if found is None:
+            return None  # "Album only", "call for price": no number given
+        raw = found.group().replace(",", "").replace(" ", "")
     return NumberValue(_finite(spec, spec.name, raw))
 
 

@@ -4,7 +4,7 @@ Parsed from TOML text (the caller reads the file; ``tomllib`` parses it)::
 
     id = "id"
     url = "url"              # optional: the field holding the item's source link
-    threshold = 0.7          # optional: combined score at or above which two items match
+    threshold = 0.5          # optional: match probability at or above which two items match
     [fields.name]
     type = "text"
     weight = 3
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from ..exceptions import SchemaError
+from .profiles import PROFILES, infer_profile
 
 __all__ = [
     "DEFAULT_RADIUS_M",
@@ -47,9 +48,9 @@ FieldType = Literal["text", "category", "geo", "identifier", "longtext", "number
 IdentifierKind = Literal["code", "phone", "url"]
 LinkMode = Literal["across", "any"]
 
-#: Combined score at or above which two items match (measured: bench/items/README.md).
-DEFAULT_THRESHOLD = 0.7
-#: Two locations farther apart than this (metres) have geo similarity 0.
+#: Match probability at or above which two items match (``model.py``: the odds are learned).
+DEFAULT_THRESHOLD = 0.5
+#: The distance (metres) the geo comparison's bands are measured in: r/8 to 8r.
 DEFAULT_RADIUS_M = 200.0
 #: The key plan enumerates subsets of fields: more than this would take too long.
 MAX_FIELDS = 14
@@ -74,14 +75,15 @@ _TOP_KEYS = {
     "link",
     "synonyms",
     "language",
+    "learn",
     "fields",
 }
 _FIELD_KEYS: dict[str, set[str]] = {
-    "text": {"type", "weight"},
+    "text": {"type", "weight", "profile"},
     "category": {"type", "weight"},
     "geo": {"type", "weight", "lat", "lon", "radius"},
     "identifier": {"type", "weight", "kind"},
-    "longtext": {"type", "weight"},
+    "longtext": {"type", "weight", "profile"},
     "number": {"type", "weight"},
 }
 _LANGUAGES = ("english", "french", "german", "spanish", "italian", "dutch", "portuguese")
@@ -100,9 +102,18 @@ class FieldSpec:
     radius: float | None = None
     #: identifier: how values are normalised before they are compared for equality
     kind: IdentifierKind = "code"
+    #: text, longtext: how its words are read (``profiles.py``); None: from the field's name
+    profile: str | None = None
+
+    @property
+    def reading(self) -> str:
+        """The profile its words are read with: the one named, or the one its name suggests."""
+        return self.profile if self.profile is not None else infer_profile(self.name)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type, "weight": self.weight}
+        if self.profile is not None:
+            data["profile"] = self.profile
         if self.type == "geo":
             data.update(lat=self.lat, lon=self.lon, radius=self.radius)
         if self.type == "identifier":
@@ -118,8 +129,8 @@ class ItemSchema:
     fields: tuple[FieldSpec, ...]
     url_field: str | None = None
     threshold: float = DEFAULT_THRESHOLD
-    #: a pair is scored only when the fields both items have weigh at least this much (a city
-    #: alone in common is no match); None: half the total weight
+    #: a pair matches only when the fields both items have weigh at least this much; None: no
+    #: such bound (the model weighs what is missing as neither for nor against)
     min_weight: float | None = None
     #: the field naming an item's source (a site, a catalogue)
     source_field: str | None = None
@@ -129,6 +140,9 @@ class ItemSchema:
     language: str = "english"
     #: extra synonym table, as text (the caller reads the file the TOML names)
     synonyms: str = ""
+    #: whether runs fit the model to the data (``model.py``); false: the model stays the
+    #: schema's prior, or one ``neardup fit`` was asked for
+    learn: bool = True
     _by_name: dict[str, FieldSpec] = field(init=False, repr=False, compare=False)
     #: the fields' indexes, most weight for their cost first: the order in which a pair's
     #: verification scores them, so that a pair that cannot match ends soonest
@@ -158,6 +172,7 @@ class ItemSchema:
             "the total weight of the fields",
         )
         _check(self.link in get_args(LinkMode), f"link={self.link!r} is unknown: use across or any")
+        _check(isinstance(self.learn, bool), f"learn={self.learn!r} must be true or false")
         _check(
             self.link == "any" or self.source_field is not None,
             'link = "across" needs a source field: add source = "FIELD"',
@@ -186,8 +201,8 @@ class ItemSchema:
 
     @property
     def least_weight(self) -> float:
-        """The weight the fields both items have must reach for the pair to be scored."""
-        return self.total_weight / 2.0 if self.min_weight is None else float(self.min_weight)
+        """The weight the fields both items have must reach for the pair to match."""
+        return 0.0 if self.min_weight is None else float(self.min_weight)
 
     def field(self, name: str) -> FieldSpec:
         """The field called ``name`` (KeyError if there is none)."""
@@ -222,6 +237,7 @@ class ItemSchema:
                 lon=spec.get("lon"),
                 radius=spec.get("radius"),
                 kind=spec.get("kind", "code"),
+                profile=spec.get("profile"),
             )
             for name, spec in data["fields"]
         )
@@ -235,6 +251,7 @@ class ItemSchema:
             link=data["link"],
             language=data["language"],
             synonyms=data["synonyms"],
+            learn=data.get("learn", True),
         )
 
     def differences(self, other: ItemSchema) -> list[str]:
@@ -242,9 +259,9 @@ class ItemSchema:
         by its TOML path; empty when they are interchangeable."""
         mine, theirs = self._as_dict(), other._as_dict()
         found = [
-            f"{key}: stored {theirs[key]!r}, requested {mine[key]!r}"
-            for key in sorted(mine)
-            if key not in ("fields", "synonyms") and mine[key] != theirs[key]
+            f"{key}: stored {theirs.get(key)!r}, requested {mine.get(key)!r}"
+            for key in sorted(set(mine) | set(theirs))
+            if key not in ("fields", "synonyms") and mine.get(key) != theirs.get(key)
         ]
         if mine["synonyms"] != theirs["synonyms"]:
             found.append("synonyms: the extra synonym table differs")
@@ -273,6 +290,7 @@ class ItemSchema:
             "link": self.link,
             "language": self.language,
             "synonyms": self.synonyms,
+            **({} if self.learn else {"learn": False}),
             "fields": [[spec.name, spec.to_dict()] for spec in self.fields],
         }
 
@@ -316,6 +334,10 @@ def _check_field(spec: FieldSpec) -> None:
             spec.radius is None or (_is_number(spec.radius) and 1.0 <= spec.radius <= 100_000.0),
             f"{where} radius = {spec.radius!r} is out of range: use metres from 1 to 100000",
         )
+    _check(
+        spec.profile is None or spec.profile in PROFILES,
+        f"{where} profile = {spec.profile!r} is unknown: use one of {', '.join(PROFILES)}",
+    )
     if spec.type == "identifier":
         _check(
             spec.kind in get_args(IdentifierKind),
@@ -385,6 +407,7 @@ def _from_mapping(data: dict[str, Any], text: str, synonyms_text: str | None) ->
             link=data.get("link", "any"),
             language=data.get("language", "english"),
             synonyms=synonyms_text or "",
+            learn=data.get("learn", True),
         )
     except SchemaError as error:
         # top-level messages start with "key=value": point at that key's line
@@ -420,6 +443,7 @@ def _field_from(name: str, spec: Any, text: str) -> FieldSpec:
         lon=spec.get("lon"),
         radius=spec.get("radius", DEFAULT_RADIUS_M if kind == "geo" else None),
         kind=spec.get("kind", "code"),
+        profile=spec.get("profile"),
     )
     return _validated_field(built, text)
 

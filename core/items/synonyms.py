@@ -73,11 +73,19 @@ class SynonymTable:
         kind.update(extra.kind)
         return SynonymTable(MappingProxyType(canonical), MappingProxyType(kind))
 
+    def restricted(self, sections: frozenset[str]) -> SynonymTable:
+        """This table with only the groups of ``sections`` (a profile's: ``profiles.py``)."""
+        kind = {head: section for head, section in self.kind.items() if section in sections}
+        canonical = {word: head for word, head in self.canonical.items() if head in kind}
+        return SynonymTable(MappingProxyType(canonical), MappingProxyType(kind))
+
     def apply(self, words: Sequence[str]) -> list[str]:
-        """Each folded word replaced by its canonical form ("st" by the saint/street rule)."""
+        """Each folded word replaced by its canonical form ("st" by the saint/street rule,
+        when the table has street suffixes)."""
         out = []
+        streets = "st" in self.kind
         for index, word in enumerate(words):
-            if word == "st":
+            if word == "st" and streets:
                 out.append(resolve_st(words, index, self))
             else:
                 out.append(self.canonical.get(word, word))

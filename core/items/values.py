@@ -1,8 +1,6 @@
 """A prepared field's value, one small struct per field type (msgspec: compact to store).
 
-Token tuples are distinct 32-bit hashes (``normalise.token_hash``) in one global order (sorted,
-or for a text's words, common words last), so the first ones are the prefix that prefix
-filtering needs.
+Token tuples are distinct hashes, sorted.
 """
 
 from __future__ import annotations
@@ -10,6 +8,7 @@ from __future__ import annotations
 import msgspec
 
 __all__ = [
+    "SKETCH_SIZE",
     "CategoryValue",
     "FieldValue",
     "GeoValue",
@@ -20,17 +19,22 @@ __all__ = [
 ]
 
 
+#: s, the bottom-s sample kept of a longtext's shingles
+SKETCH_SIZE = 64
+
+
 class TextValue(msgspec.Struct, frozen=True, array_like=True, tag=1):
-    """Words and character n-grams, apart. ``word_tokens`` are in the key order (rare words
-    first: ``normalise.word_tokens``), ``grams`` sorted. ``numbers``: hashes of the words that
-    are numbers (two texts whose numbers differ entirely name different things: "12 Main St",
-    "14 Main St")."""
+    """Words and character bigrams, apart. ``grams`` sorted; ``numbers``: hashes of the words
+    that are numbers (two texts whose numbers differ entirely name different things: "12 Main
+    St", "14 Main St"); ``codes``: hashes of the codes inside the text (``codes.py``).
+    ``unused``: empty (older states kept word tokens there)."""
 
     display: str
     words: str  # the canonical words, space separated
-    word_tokens: tuple[int, ...]
+    unused: tuple[int, ...]
     grams: tuple[int, ...]
     numbers: tuple[int, ...] = ()
+    codes: tuple[int, ...] = ()
 
 
 class CategoryValue(msgspec.Struct, frozen=True, array_like=True, tag=2):

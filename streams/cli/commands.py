@@ -424,6 +424,15 @@ COMMANDS = (
         "is made from the members as they are now (docs/items.md).",
     ),
     Command(
+        "fit",
+        "item mode: fit the model to the state's items and score every item again",
+        (_STATE, _output("events", "write the events (cluster_merged, cluster_split) here")),
+        handlers.fit,
+        "Learns the model from a sample of the stored items (docs/items.md#the-model) and "
+        "matches every item again under it, in one transaction; a run does it by itself when "
+        "the state has outgrown its model. Prints what changed as one JSON object.",
+    ),
+    Command(
         "worker",
         "run a Kafka worker of the detection topology (until SIGTERM/SIGINT)",
         (

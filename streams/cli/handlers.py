@@ -268,6 +268,37 @@ def merged(args: argparse.Namespace) -> int:
     return 0
 
 
+def fit(args: argparse.Namespace) -> int:
+    """Item mode: the model fitted again, every item scored again under it."""
+    from ..detection.events import encode_event
+    from ..detection.item_fit import refit
+
+    with _existing_state(args.state) as state, ExitStack() as stack:
+        schema = stored_schema(state.store)
+        if schema is None:
+            raise NeardupError(
+                f"{args.state} holds pages, not items: a model is item mode's "
+                "(neardup run --schema)"
+            )
+        events = _open_output(stack, args.events)
+        view, result, model = refit(state, schema)
+        view.commit()
+        if events is not None:
+            for event in result.events:
+                events.write(encode_event(event).decode() + "\n")
+        _print_json(
+            {
+                "items_fitted_on": model.items,
+                "prior_odds_bits": round(model.prior, 3),
+                "pairs_scored": result.pairs_estimated,
+                "merges": result.merges,
+                "splits": result.splits,
+                "seconds": round(sum(result.stage_seconds.values()), 3),
+            }
+        )
+    return 0
+
+
 def history(args: argparse.Namespace) -> int:
     with _existing_state(args.state) as state:
         _print_json(queries.history(state, args.url))

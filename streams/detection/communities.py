@@ -1,31 +1,35 @@
-"""Clusters that do not chain: a connected set of verified matches, cut into communities
-when it is loose.
+"""Clusters that do not chain: a connected set of verified matches, cut where only a thread
+holds it together, and never for its size.
 
-Similarity is not transitive: one item weakly like many (a chain's head office, a listing
-with a generic name) connects clusters of unrelated items. A component is loose when it is
-larger than ``SPLIT_ABOVE`` or when one item holds together parts of ``MIN_PART`` items or
-more (an articulation point of the graph); a loose component is cut by Leiden's algorithm
-with the Constant Potts Model (leidenalg over igraph, maintained C implementations), which
-keeps together items denser in matches than ``RESOLUTION``. The parts are a function of the
-component's items and edges alone (nodes in id order, a fixed seed), so the final clusters
-are the same in any arrival order.
+Similarity is not transitive: one record weakly like two others (a chain's head office, the
+song beside another on an album) joins entities that have nothing else in common. What marks
+such a join is the graph's shape: a single match (a bridge) or a single record (an
+articulation point) holding together two parts that each hold two records or more. A part
+hangs together when removing any one match or record leaves it whole, whatever its size: an
+entity of hundreds of densely matched records stays one cluster, a chain of pairs is cut at
+each link. A bridge is cut; an articulation point stays with the part it is joined to most
+strongly (its highest total score) and the other parts go; each part is cut again in turn.
+
+With ``link = "across"`` (one record of each source per entity) the clusters are built
+instead by joining the matches best first (highest score, then lowest ids) and skipping a
+match whose two clusters hold a record of the same source: each record joins its best
+match among those its source leaves free.
+
+Both are functions of the graph alone (nodes and edges in id order), so the final clusters
+are the same in any arrival order. The biconnected structure is igraph's (C).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import igraph
-import leidenalg
 
-__all__ = ["MIN_PART", "RESOLUTION", "SPLIT_ABOVE", "components", "parts"]
+__all__ = ["MIN_SIDE", "across", "components", "parts"]
 
-#: a component of more items is cut into communities whatever its shape
-SPLIT_ABOVE = 20
-#: a part one item holds together counts from this many items (a chain of pairs does not)
-MIN_PART = 3
-#: CPM's resolution: a community keeps a density of matches (weighted by score) above it
-RESOLUTION = 0.5
+#: a bridge or an articulation point is cut when the parts it holds together hold this many
+#: records each (a pair hanging on a pair by one match is a chain)
+MIN_SIDE = 2
 
 Edges = Mapping[int, Mapping[int, float]]
 
@@ -51,44 +55,187 @@ def components(nodes: Sequence[int], edges: Edges) -> list[list[int]]:
     return found
 
 
-def parts(component: Sequence[int], edges: Edges) -> list[list[int]]:
-    """A connected component as it stays clustered: whole, or cut into communities when
-    loose; each part in id order, the parts ordered by their first id."""
+def parts(
+    component: Sequence[int], edges: Edges, size_of: Callable[[int], int] | None = None
+) -> list[list[int]]:
+    """A connected component as it stays clustered: whole, or cut at its bridges and
+    articulation points between parts of ``MIN_SIDE`` records or more (``size_of``: the
+    records a node stands for, copies of one record being one node); each part in id order,
+    the parts ordered by their first id."""
     nodes = sorted(component)
-    if len(nodes) < 2 * MIN_PART:
-        return [nodes]
+    found: list[list[int]] = []
+    waiting = [nodes]
+    sizes = (lambda node: 1) if size_of is None else size_of
+    while waiting:
+        group = waiting.pop()
+        cut = _cut(group, edges, sizes)
+        if cut is None:
+            found.append(group)
+        else:
+            waiting.extend(cut)
+    return sorted(found)
+
+
+def _cut(nodes: list[int], edges: Edges, size_of: Callable[[int], int]) -> list[list[int]] | None:
+    """The parts of ``nodes`` after one cut (None: it hangs together): the weakest bridge
+    (lowest score, then lowest ids) with ``MIN_SIDE`` records or more on each side, else the
+    first articulation point holding together two parts of ``MIN_SIDE`` or more. One cut at
+    a time: a pair's own match is a bridge of a chain of pairs too, until the chain's
+    weaker links are cut. Which cuts qualify is read off the graph's bridge tree and
+    block-cut tree, in time linear in its size."""
+    sizes = [size_of(node) for node in nodes]
+    if sum(sizes) < 2 * MIN_SIDE or len(nodes) < 2:
+        return None
     graph = _graph(nodes, edges)
-    if len(nodes) <= SPLIT_ABOVE and not _held_by_one(graph):
-        return [nodes]
-    partition = leidenalg.find_partition(
-        graph,
-        leidenalg.CPMVertexPartition,
-        weights="weight",
-        resolution_parameter=RESOLUTION,
-        n_iterations=-1,
-        seed=0,
-    )
-    return sorted(sorted(nodes[vertex] for vertex in community) for community in partition)
+    bridges = _holding_bridges(graph, sizes)
+    if bridges:
+
+        def strength(edge: int) -> tuple[float, int, int]:
+            a, b = sorted((nodes[graph.es[edge].source], nodes[graph.es[edge].target]))
+            return edges[a][b], a, b
+
+        graph.delete_edges([min(bridges, key=strength)])
+        return [sorted(nodes[v] for v in part) for part in graph.connected_components()]
+    points = _holding_points(graph, sizes)
+    if not points:
+        return None
+    point = points[0]
+    rest = graph.copy()
+    rest.delete_vertices([point])
+    groups = [[v if v < point else v + 1 for v in part] for part in rest.connected_components()]
+    held = [sum(edges[nodes[point]].get(nodes[v], 0.0) for v in group) for group in groups]
+    home = max(range(len(groups)), key=lambda at: (held[at], -min(groups[at])))
+    groups[home].append(point)
+    return [sorted(nodes[v] for v in group) for group in groups]
+
+
+def _subtree_sizes(
+    count: int, weight: list[int], tree: list[list[int]]
+) -> tuple[list[int], list[int], list[int]]:
+    """(parent, subtree weight, its tree's total weight) of each node of a forest."""
+    parent = [-1] * count
+    size = weight[:]
+    total = [0] * count
+    seen = [False] * count
+    for start in range(count):
+        if seen[start]:
+            continue
+        order, waiting = [], [start]
+        seen[start] = True
+        while waiting:
+            node = waiting.pop()
+            order.append(node)
+            for other in tree[node]:
+                if not seen[other]:
+                    seen[other] = True
+                    parent[other] = node
+                    waiting.append(other)
+        for node in reversed(order):
+            if parent[node] >= 0:
+                size[parent[node]] += size[node]
+        for node in order:
+            total[node] = size[start]
+    return parent, size, total
+
+
+def _holding_bridges(graph: igraph.Graph, sizes: list[int]) -> list[int]:
+    """The bridges with ``MIN_SIDE`` vertices or more on each side."""
+    bridges = graph.bridges()
+    if not bridges:
+        return []
+    rest = graph.copy()
+    rest.delete_edges(bridges)
+    piece = rest.connected_components().membership
+    count = max(piece) + 1
+    weight = [0] * count
+    for vertex, at in enumerate(piece):
+        weight[at] += sizes[vertex]
+    tree: list[list[int]] = [[] for _ in range(count)]
+    ends = [(piece[graph.es[e].source], piece[graph.es[e].target]) for e in bridges]
+    for a, b in ends:
+        tree[a].append(b)
+        tree[b].append(a)
+    parent, size, total = _subtree_sizes(count, weight, tree)
+    holding = []
+    for edge, (a, b) in zip(bridges, ends, strict=True):
+        child = a if parent[a] == b else b
+        if min(size[child], total[child] - size[child]) >= MIN_SIDE:
+            holding.append(edge)
+    return holding
+
+
+def _holding_points(graph: igraph.Graph, sizes: list[int]) -> list[int]:
+    """The articulation points whose removal leaves two parts of ``MIN_SIDE`` or more."""
+    blocks, points = graph.biconnected_components(return_articulation_points=True)
+    if not points:
+        return []
+    at_point = {vertex: len(blocks) + at for at, vertex in enumerate(points)}
+    count = len(blocks) + len(points)
+    weight = [0] * count
+    tree: list[list[int]] = [[] for _ in range(count)]
+    for block, members in enumerate(blocks):
+        for vertex in members:
+            if vertex in at_point:
+                tree[block].append(at_point[vertex])
+                tree[at_point[vertex]].append(block)
+            else:
+                weight[block] += sizes[vertex]
+    for vertex, node in at_point.items():
+        weight[node] = sizes[vertex]
+    parent, size, total = _subtree_sizes(count, weight, tree)
+    holding = []
+    for vertex, node in at_point.items():
+        sides = [size[other] for other in tree[node] if parent[other] == node]
+        if parent[node] >= 0:
+            sides.append(total[node] - size[node])
+        if sum(1 for side in sides if side >= MIN_SIDE) >= 2:
+            holding.append(vertex)
+    return sorted(holding)
 
 
 def _graph(nodes: list[int], edges: Edges) -> igraph.Graph:
     index = {node: at for at, node in enumerate(nodes)}
-    pairs, weights = [], []
+    pairs = [
+        (index[node], index[other])
+        for node in nodes
+        for other in sorted(edges.get(node, {}))
+        if other in index and node < other
+    ]
+    return igraph.Graph(n=len(nodes), edges=pairs)
+
+
+def across(
+    component: Sequence[int], edges: Edges, sources_of: Callable[[int], set[str | None]]
+) -> list[list[int]]:
+    """A component as clusters holding at most one record of each source: its matches
+    joined best first, skipping those that would put two records of one source together
+    (``sources_of``: a node's sources; copies of a record are one node)."""
+    nodes = sorted(component)
+    parent = {node: node for node in nodes}
+    sources: dict[int, set[str | None]] = {node: set(sources_of(node)) for node in nodes}
+
+    def find(node: int) -> int:
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    matches = sorted(
+        (
+            (-score, node, other)
+            for node in nodes
+            for other, score in edges.get(node, {}).items()
+            if node < other and other in parent
+        ),
+    )
+    for _, node, other in matches:
+        a, b = find(node), find(other)
+        if a == b or sources[a] & sources[b]:
+            continue
+        low, high = min(a, b), max(a, b)
+        parent[high] = low
+        sources[low] |= sources.pop(high)
+    groups: dict[int, list[int]] = {}
     for node in nodes:
-        for other, score in sorted(edges.get(node, {}).items()):
-            if other in index and node < other:
-                pairs.append((index[node], index[other]))
-                weights.append(score)
-    graph = igraph.Graph(n=len(nodes), edges=pairs)
-    graph.es["weight"] = weights
-    return graph
-
-
-def _held_by_one(graph: igraph.Graph) -> bool:
-    """Whether one vertex holds together two parts of ``MIN_PART`` vertices or more."""
-    for vertex in graph.articulation_points():
-        rest = graph.copy()
-        rest.delete_vertices(vertex)
-        if sum(1 for size in rest.connected_components().sizes() if size >= MIN_PART) >= 2:
-            return True
-    return False
+        groups.setdefault(find(node), []).append(node)
+    return sorted(groups.values())

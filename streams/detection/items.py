@@ -1,35 +1,44 @@
 """Item mode's detector: structured records matched field by field (``neardup.core.items``).
 
-Each item, in order: its probes meet the keys posted by stored items (looked up for the
-whole batch at once) and by the batch's earlier items, every candidate is verified by the
-combined score of its fields, and a match at the threshold or above joins the item to its
-cluster, as a near-duplicate page joins one (the oldest cluster keeps its id; a bridging
-item merges clusters). The batch's keys are posted at its end. An item that arrives again
-unchanged is a repeat, and is left as it was.
+Each item, in order: an item whose values all equal a stored item's is its copy (one edge,
+no candidates: a record scraped again costs a lookup). Otherwise its keys, under the
+state's model (``core.items.blocking``), meet the keys posted by stored items (looked up for
+the whole batch at once) and by the batch's earlier items; each candidate is scored by the
+model (``core.items.scorer``), and a match at the schema's threshold or above is an edge of
+the graph of matches. The item joins the cluster of its matches; when they lie in several
+clusters, or the item changed, or with ``link = "across"``, the clusters around it are cut
+again from the graph (``regroup.py``). The oldest cluster keeps its id.
 
-The keys a record posts guarantee that every pair able to reach the threshold shares one
-(``core.items.keys``), under the index's cap: a key carried by ``posting_cap`` items becomes
-a stop key (a generic name, a city), and the pairs it might have found are counted
-(``stopped_keys``).
+Dense groups are thinned: an item with more than ``DENSE`` candidates verifies them best
+first (most keys shared) and stops at ``ENOUGH`` matches, and it posts only the keys that
+fewer than ``ENOUGH`` of its matches already carry. A thousand records of one entity then
+cost a few candidates each instead of a thousand, and its posting lists stay short. The cut
+stays right: each such item holds to its group by ``ENOUGH`` matches, which no bridge or
+articulation point can be, and an entity that does not match the group finds its own keys.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
-from neardup.core.items.prepare import PreparedItem, verify, verify_match
+import xxhash
+from neardup.core import AbandonedError
+from neardup.core.items.blocking import Blocker
+from neardup.core.items.model import ItemModel
+from neardup.core.items.prepare import PreparedItem
 from neardup.core.items.schema import ItemSchema
+from neardup.core.items.scorer import ItemFeatures, Scorer
 from neardup.core.items.similarity import ItemMatch
 from neardup.core.prepared_items import is_tombstone
 from neardup.core.records import format_fetched_at
-from neardup.state import State, StateView, fetched_at_to_micros
-from neardup.state.items import item_doc_id
+from neardup.state import FingerprintKind, FingerprintTable, State, StateView, fetched_at_to_micros
+from neardup.state.items import item_doc_id, stored_model
 
 from .events import (
     METHODS,
@@ -41,12 +50,25 @@ from .events import (
     ItemRemoved,
     ItemUpdated,
 )
-from .regroup import Regrouper
+from .regroup import IDENTICAL, Regrouper
 from .result import BatchResult, Stage
 
-__all__ = ["ItemDetector", "item_keys", "similar_items"]
+__all__ = [
+    "DENSE",
+    "ENOUGH",
+    "ItemDetector",
+    "ItemScoring",
+    "item_keys",
+    "similar_items",
+]
 
 U32 = npt.NDArray[np.uint32]
+#: an item with more candidates than this is in a dense group: thinned (module docstring)
+DENSE = 32
+#: matches that hold an item to a dense group
+ENOUGH = 4
+#: items between two checks for a stop
+_STOP_EVERY = 16
 
 
 def item_keys(keys: Sequence[int]) -> U32:
@@ -56,58 +78,145 @@ def item_keys(keys: Sequence[int]) -> U32:
     return np.array(sorted({key >> 32 for key in keys}), dtype=np.uint32)
 
 
+def values_fingerprint(item: PreparedItem) -> int:
+    """A fingerprint of an item's values (not its id, url or source)."""
+    return xxhash.xxh3_64_intdigest(PreparedItem("", None, item.values).encode())
+
+
+def _print_key(fingerprint: int) -> bytes:
+    return FingerprintTable.key(FingerprintKind.ITEM_VALUES, fingerprint)
+
+
+class ItemScoring:
+    """The state's model, and the scorer and keys it makes (the schema's prior until a model
+    is fitted: ``item_fit.py``)."""
+
+    def __init__(self, schema: ItemSchema, model: ItemModel | None) -> None:
+        self.schema = schema
+        self.model = ItemModel.prior_of(schema) if model is None else model
+        self.scorer = Scorer(schema, self.model)
+        self.blocker = Blocker(schema, self.model)
+
+    @classmethod
+    def of(cls, state: State, schema: ItemSchema) -> ItemScoring:
+        return cls(schema, stored_model(state.store))
+
+    def may_link(self, item: PreparedItem, other: PreparedItem) -> bool:
+        """``link = "across"``: only items of different sources are compared."""
+        return self.schema.link != "across" or item.source != other.source
+
+
 class ItemDetector:
     """Detection of items over one state, a batch (one transaction) at a time."""
 
-    def __init__(self, state: State, schema: ItemSchema) -> None:
+    def __init__(
+        self,
+        state: State,
+        schema: ItemSchema,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
+        """``should_stop``: asked every few items; when it says so, the batch is abandoned
+        (``item_fit.AbandonedError``): nothing of it is kept, and the next run does it again."""
         self.state = state
         self.schema = schema
+        self.scoring = ItemScoring.of(state, schema)
+        self.should_stop = should_stop
 
     def stage(self, items: Sequence[PreparedItem]) -> tuple[StateView, BatchResult]:
         """The batch in a view, uncommitted (the caller commits it), and what it did."""
         view = self.state.view()
         started = time.perf_counter()
-        batch = _Batch(view, self.schema, items)
+        batch = _Batch(view, self.scoring, items)
         for at, item in enumerate(items):
+            if at % _STOP_EVERY == 0 and self.should_stop is not None and self.should_stop():
+                raise AbandonedError
             batch.add(at, item)
-        batch.post()
+        batch.finish()
         result = batch.result(time.perf_counter() - started)
-        view.counters.add_many(result.counter_increments())
-        view.counters.add_many(batch.gauges)
-        view.counters.add_many(
-            {
-                "item_stop_keys_met": batch.stopped,
-                "items_updated": batch.updated,
-                "items_removed": batch.removed,
-            }
-        )
+        batch.count(result)
         return view, result
 
 
 class _Batch:
     """One batch's items, in order, with what they found and what they changed."""
 
-    def __init__(self, view: StateView, schema: ItemSchema, items: Sequence[PreparedItem]) -> None:
+    def __init__(
+        self,
+        view: StateView,
+        scoring: ItemScoring,
+        items: Sequence[PreparedItem],
+        rescoring: bool = False,
+    ) -> None:
         self.view = view
-        self.schema = schema
+        self.scoring = scoring
+        self.schema = scoring.schema
         self.events: list[Event] = []
         self.gauges: dict[str, int] = {}
         self.documents = self.repeats = self.candidates = self.pairs = self.stopped = 0
-        self.updated = self.removed = 0
+        self.updated = self.removed = self.copies = 0
+        # scoring stored items again under a new model (``item_fit.py``): their edges and
+        # keys only; the clusters are regrouped once, after all of them
+        self._rescoring = rescoring
         self._last = 0
-        # what the stored items' keys propose, for the whole batch in one lookup
+        blocker = scoring.blocker
         live = [at for at, item in enumerate(items) if not is_tombstone(item)]
-        self._probes = {at: item_keys(items[at].probes) for at in live}
-        met = view.item_keys.meet(list(self._probes.values()))
-        self._met = {at: met.met(row) for row, at in enumerate(live)}
+        self._keys: dict[int, tuple[U32, U32]] = {}
+        for at in live:
+            posted, probes = blocker.keys(items[at].values)
+            self._keys[at] = (item_keys(posted), item_keys(probes))
+        # what the stored items' keys propose, for the whole batch in one lookup
+        met = view.item_keys.meet([self._keys[at][1] for at in live])
+        self._met: dict[int, dict[int, int]] = {}
+        for row, at in enumerate(live):
+            rows = met.rows(row)
+            self._met[at] = dict(
+                zip(met.doc_ids[rows].tolist(), met.shared[rows].tolist(), strict=True)
+            )
         self._stopped = {at: int(met.stopped[row]) for row, at in enumerate(live)}
         # the items the batch reads, as the batch leaves them (None: removed)
         known = sorted({item_doc_id(item.id) for item in items}.union(*self._met.values()))
         self._items = dict(zip(known, view.items.get_many(known), strict=True))
+        self._features: dict[int, ItemFeatures] = {}
+        self._prints = {at: values_fingerprint(items[at]) for at in live}
+        keys = {at: _print_key(fp) for at, fp in self._prints.items()}
+        found = view.fingerprints.lookup_many(keys.values())
+        # each fingerprint's first holder: stored, or registered by the batch
+        self._holders = {
+            self._prints[at]: entry[0] for at, key in keys.items() if (entry := found[key])
+        }
+        # items that arrived or changed, clustered at the batch's end (``flush``): a
+        # cluster's edges are read once a batch, not once an item
+        self._pending: list[
+            tuple[int, PreparedItem, list[tuple[int, PreparedItem, ItemMatch]], bool]
+        ] = []
+        self._touched: set[int] = set()
         # the keys the batch's items posted so far, with their posters
         self._posted: dict[int, list[int]] = {}
         self._posts: list[tuple[U32, int]] = []
-        self._regroup = Regrouper(view, self.events, self.gauges, self._ref).regroup
+        across = self.schema.link == "across"
+        self.regroup = Regrouper(
+            view, self.events, self.gauges, self.ref, self._source_of if across else None
+        ).regroup
+
+    def _source_of(self, doc_id: int) -> str | None:
+        item = self._item(doc_id)
+        return None if item is None else item.source
+
+    def _item(self, doc_id: int) -> PreparedItem | None:
+        if doc_id not in self._items:
+            self._items[doc_id] = self.view.items.get(doc_id)
+        return self._items[doc_id]
+
+    def _ready(self, doc_id: int, item: PreparedItem) -> ItemFeatures:
+        found = self._features.get(doc_id)
+        if found is None:
+            found = self._features[doc_id] = self.scoring.scorer.features(item.values)
+        return found
+
+    def finish(self) -> None:
+        """The batch's new items clustered, and its keys posted."""
+        self.flush()
+        self.post()
 
     def post(self) -> None:
         """The batch's keys into the index, in one write."""
@@ -117,25 +226,29 @@ class _Batch:
             [0] * len(self._posts),
         )
 
-    def _candidates(self, at: int, item: PreparedItem, doc_id: int) -> list[int]:
-        """What the item's probes meet: stored items, and the batch's earlier items."""
-        met = set(self._met[at])
+    def _candidates(self, at: int, doc_id: int) -> list[int]:
+        """What the item's probes meet, stored and earlier in the batch, most keys shared
+        first (then by id)."""
+        met = Counter(self._met[at])
         self.stopped += self._stopped[at]
-        posted = self._posted
-        for key in self._probes[at].tolist():
-            met.update(posted.get(key, ()))
-        met.discard(doc_id)
-        return sorted(met)
+        for key in self._keys[at][1].tolist():
+            for other in self._posted.get(key, ()):
+                met[other] += 1
+        met.pop(doc_id, None)
+        return sorted(met, key=lambda other: (-met[other], other))
 
     def add(self, at: int, item: PreparedItem) -> None:
         view = self.view
         doc_id = item_doc_id(item.id)
-        old = self._items[doc_id]
+        old = self._items.get(doc_id)
         if is_tombstone(item):
             if old is None:
                 self.repeats += 1  # nothing to remove: a deletion delivered twice
                 return
             self._remove(doc_id, old)
+            return
+        if self._rescoring:
+            self._match(at, doc_id, item)
             return
         if old is not None and old.encode() == item.encode():
             self.repeats += 1
@@ -153,86 +266,167 @@ class _Batch:
             touched.update(view.edges.remove_all(doc_id))
             touched.update(view.clusters.members_of(view.clusters.find(doc_id))[0])
             self.updated += 1
-        candidates = self._candidates(at, item, doc_id)
-        self.candidates += len(candidates)
-        matches = self._verified(item, candidates)
-        for other, _, match in matches:
-            view.edges.add(doc_id, other, match.score)
         view.items.put(doc_id, item)
         self._items[doc_id] = item
-        keys = item_keys(item.keys)
-        self._posts.append((keys, doc_id))
-        for key in keys.tolist():
-            self._posted.setdefault(key, []).append(doc_id)
+        self._features.pop(doc_id, None)
+        matches = self._match(at, doc_id, item)
         if old is None and not matches:
             return  # a new item alone: a cluster of its own, nothing to tell
         touched.update(other for other, _, _ in matches)
-        self._report(doc_id, item, matches, self._regroup(touched), updated=old is not None)
+        self._touched |= touched
+        self._pending.append((doc_id, item, matches, old is not None))
+
+    def _match(
+        self, at: int, doc_id: int, item: PreparedItem
+    ) -> list[tuple[int, PreparedItem, ItemMatch]]:
+        """The item's matches, kept as edges, and its keys posted: a copy's one original, or
+        the candidates its keys meet that the model verifies."""
+        copy_of = self._copy_of(at, doc_id, item)
+        if copy_of is not None:
+            self.copies += 1
+            original = self._item(copy_of)
+            assert original is not None
+            self.view.edges.add(doc_id, copy_of, IDENTICAL)
+            return [(copy_of, original, ItemMatch(1.0, {}, True))]
+        candidates = self._candidates(at, doc_id)
+        self.candidates += len(candidates)
+        matches = self._verified(doc_id, item, candidates)
+        for other, _, match in matches:
+            self.view.edges.add(doc_id, other, match.score)
+        self._post(at, doc_id, matches)
+        return matches
+
+    def _copy_of(self, at: int, doc_id: int, item: PreparedItem) -> int | None:
+        """The item this one copies (all values equal), or None; registers the item as the
+        first holder of its values when no live item holds them."""
+        fingerprint = self._prints[at]
+        first = self._holders.get(fingerprint)
+        held = None if first is None or first == doc_id else self._item(first)
+        if held is not None and held.values == item.values:
+            return first if self.scoring.may_link(item, held) else None
+        if first is None or first == doc_id or held is None:
+            self.view.fingerprints.register(_print_key(fingerprint), doc_id)
+            self._holders[fingerprint] = doc_id
+        return None
+
+    def _post(
+        self, at: int, doc_id: int, matches: list[tuple[int, PreparedItem, ItemMatch]]
+    ) -> None:
+        """Post the item's keys, but those that ``ENOUGH`` of its matches already carry."""
+        keys = self._keys[at][0]
+        if len(matches) >= ENOUGH:
+            carried = Counter(
+                key
+                for _, other, _ in matches
+                for key in item_keys(self.scoring.blocker.keys(other.values)[0]).tolist()
+            )
+            keys = np.array(
+                [key for key in keys.tolist() if carried[key] < ENOUGH], dtype=np.uint32
+            )
+        if len(keys):
+            self._posts.append((keys, doc_id))
+            for key in keys.tolist():
+                self._posted.setdefault(key, []).append(doc_id)
+
+    def flush(self) -> None:
+        """Cluster the items that arrived or changed since the last flush, together, and
+        tell what happened: each one's update and duplicate, each cluster taken in."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        touched, self._touched = self._touched, set()
+        after, old_roots = self.regroup(touched)
+        root_of = {member: root for root, group in after.items() for member in group}
+        new = {doc_id for doc_id, _, _, updated in pending if not updated}
+        first: dict[int, DocRef] = {}
+        for doc_id, item, matches, updated in pending:
+            root = root_of[doc_id]
+            members = set(after[root])
+            me = DocRef(doc_id, item.id, "")
+            first.setdefault(root, me)
+            if updated:
+                self.events.append(ItemUpdated(me, root, len(members)))
+            joined = [found for found in matches if found[0] in members]
+            if joined:
+                best, other, match = joined[0]
+                self.events.append(
+                    ItemDuplicate(
+                        me,
+                        DocRef(best, other.id, ""),
+                        match.score,
+                        match.fields,
+                        root,
+                        len(members),
+                    )
+                )
+        for root, group in sorted(after.items()):
+            retired = _retired(group, root, old_roots, new)
+            for gone in sorted(retired, key=self.view.clusters.age):
+                self.events.append(
+                    ClusterMerged(
+                        root,
+                        gone,
+                        len(group),
+                        first.get(root, self.ref(root)),
+                        self.ref(root),
+                        self.ref(gone),
+                    )
+                )
 
     def _remove(self, doc_id: int, old: PreparedItem) -> None:
-        """A tombstone: the item goes, with its matches; its cluster is cut again."""
+        """A tombstone: the item goes, with its matches (its copies now hold to the first of
+        them); its cluster is cut again."""
+        self.flush()
         view = self.view
         root = view.clusters.find(doc_id)
         members = view.clusters.members_of(root)[0]
+        near = view.edges.neighbours(doc_id)
+        copies = sorted(other for other, score in near.items() if score == IDENTICAL)
         view.edges.remove_all(doc_id)
+        if copies:
+            # the first copy holds the values now: the copies' edges, matches and keys
+            holder = copies[0]
+            for other in copies[1:]:
+                view.edges.add(holder, other, IDENTICAL)
+            for other, score in near.items():
+                if score != IDENTICAL:
+                    view.edges.add(holder, other, score)
+            self._holders[values_fingerprint(old)] = holder
+            view.fingerprints.register(_print_key(values_fingerprint(old)), holder)
+            keys = item_keys(self.scoring.blocker.keys(old.values)[0])
+            self._posts.append((keys, holder))
+            for key in keys.tolist():
+                self._posted.setdefault(key, []).append(holder)
         view.items.delete(doc_id)
         self._items[doc_id] = None
+        self._features.pop(doc_id, None)
         self.removed += 1
         self.events.append(ItemRemoved(DocRef(doc_id, old.id, ""), root))
-        self._regroup(set(members), gone=doc_id)
+        self.regroup(set(members), gone=doc_id)
 
     def _verified(
-        self, item: PreparedItem, candidates: list[int]
+        self, doc_id: int, item: PreparedItem, candidates: list[int]
     ) -> list[tuple[int, PreparedItem, ItemMatch]]:
-        """The candidates whose combined score reaches the threshold, best first (an item
-        no longer stored, removed or replaced by a tombstone, is left out)."""
+        """The candidates whose match probability reaches the threshold, best first (an item
+        no longer stored is left out); a dense group's are thinned (module docstring)."""
+        scorer = self.scoring.scorer
+        mine = self._ready(doc_id, item)
+        dense = len(candidates) > DENSE
         found = []
         for candidate in candidates:
-            other = self._items[candidate]
-            if other is None or not self._may_link(item, other):
+            other = self._item(candidate)
+            if other is None or not self.scoring.may_link(item, other):
                 continue
             self.pairs += 1
-            match = verify_match(item, other, self.schema)
-            if match is not None:
+            match = scorer.score(mine, self._ready(candidate, other))
+            if match.matched:
                 found.append((candidate, other, match))
+                if dense and len(found) >= ENOUGH:
+                    break
         found.sort(key=lambda found: (-found[2].score, found[0]))
         return found
 
-    def _may_link(self, item: PreparedItem, other: PreparedItem) -> bool:
-        """``link = "across"``: only items of different sources are compared."""
-        return self.schema.link != "across" or item.source != other.source
-
-    def _report(
-        self,
-        doc_id: int,
-        item: PreparedItem,
-        matches: list[tuple[int, PreparedItem, ItemMatch]],
-        regrouped: tuple[dict[int, list[int]], dict[int, int]],
-        updated: bool,
-    ) -> None:
-        """The events of an item that arrived: its update, its duplicate (when it shares a
-        cluster with what it matched), and each cluster its cluster took in."""
-        after, old_roots = regrouped
-        root = next(root for root, group in after.items() if doc_id in group)
-        members = after[root]
-        me = DocRef(doc_id, item.id, "")
-        if updated:
-            self.events.append(ItemUpdated(me, root, len(members)))
-        joined = [(other, found, match) for other, found, match in matches if other in members]
-        if joined:
-            best, other, match = joined[0]
-            self.events.append(
-                ItemDuplicate(
-                    me, DocRef(best, other.id, ""), match.score, match.fields, root, len(members)
-                )
-            )
-        taken = {old_roots[member] for member in members if member != doc_id}
-        for retired in sorted(taken - {root}, key=self.view.clusters.age):
-            self.events.append(
-                ClusterMerged(root, retired, len(members), me, self._ref(root), self._ref(retired))
-            )
-
-    def _ref(self, doc_id: int) -> DocRef:
+    def ref(self, doc_id: int) -> DocRef:
         found = self.view.documents.ref(doc_id)
         return DocRef(doc_id, found.url if found else "", "")
 
@@ -253,18 +447,49 @@ class _Batch:
             stage_seconds=MappingProxyType(timing),
         )
 
+    def count(self, result: BatchResult) -> None:
+        counters = self.view.counters
+        counters.add_many(result.counter_increments())
+        counters.add_many(self.gauges)
+        counters.add_many(
+            {
+                "item_stop_keys_met": self.stopped,
+                "items_updated": self.updated,
+                "items_removed": self.removed,
+                "item_copies": self.copies,
+            }
+        )
+
+
+def _retired(group: Sequence[int], root: int, old_roots: dict[int, int], new: set[int]) -> set[int]:
+    """The clusters a group took in whole enough to say so: those whose root (their oldest
+    item) is in it. A cluster cut apart, its root elsewhere, is told by its split."""
+    members = set(group)
+    return {
+        old_roots[member] for member in group if member not in new and old_roots[member] in members
+    } - {root}
+
 
 def similar_items(
-    view: StateView, schema: ItemSchema, item: PreparedItem, limit: int
+    view: StateView, scoring: ItemScoring, item: PreparedItem, limit: int
 ) -> list[tuple[int, PreparedItem, ItemMatch]]:
     """The stored items most like ``item`` (which is not stored), best first: those its
-    probes meet in the index, each with its combined and per-field scores, the matches at
-    the threshold first (``ItemMatch.matched``), then the others by score."""
+    keys meet in the index, each with its match probability and per-field similarities,
+    the matches at the threshold first (``ItemMatch.matched``), then the others by score.
+    With ``link = "across"``, items of the query's own source are left out."""
     doc_id = item_doc_id(item.id)
-    met = sorted(view.item_keys.meet([item_keys(item.probes)]).met(0) - {doc_id})
+    probes = item_keys(scoring.blocker.keys(item.values)[1])
+    met = sorted(view.item_keys.meet([probes]).met(0) - {doc_id})
+    mine = scoring.scorer.features(item.values)
     scored = []
     for candidate, other in zip(met, view.items.get_many(met), strict=True):
-        if other is not None:
-            scored.append((candidate, other, verify(item, other, schema)))
+        if other is not None and (item.source is None or scoring.may_link(item, other)):
+            scored.append(
+                (
+                    candidate,
+                    other,
+                    scoring.scorer.score(mine, scoring.scorer.features(other.values)),
+                )
+            )
     scored.sort(key=lambda found: (-found[2].score, found[0]))
     return scored[:limit]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from neardup.state import StateView
 
-from .communities import components, parts
+from .communities import across, components, parts
 from .events import ClusterSplit, DocRef, Event
 
 __all__ = ["IDENTICAL", "Regrouper"]
@@ -29,7 +29,8 @@ IDENTICAL = 2.0
 class Regrouper:
     """Regroups the clusters of a view, adding to a batch's events and cluster gauges.
 
-    ``ref``: the document a split event names by its id."""
+    ``ref``: the document a split event names by its id. ``source_of``: with item mode's
+    ``link = "across"``, an item's source (clusters then hold one item of each source)."""
 
     def __init__(
         self,
@@ -37,11 +38,13 @@ class Regrouper:
         events: list[Event],
         gauges: dict[str, int],
         ref: Callable[[int], DocRef],
+        source_of: Callable[[int], str | None] | None = None,
     ) -> None:
         self.view = view
         self.events = events
         self.gauges = gauges
         self.ref = ref
+        self.source_of = source_of
 
     def regroup(
         self, touched: set[int], gone: int | None = None
@@ -58,10 +61,21 @@ class Regrouper:
         if gone is not None:
             old_roots.setdefault(gone, clusters.find(gone))
         copies, graph = _contracted(nodes, edges)
+        source_of = self.source_of
+        if source_of is None:
+
+            def cut(component: list[int], graph: dict[int, dict[int, float]]) -> list[list[int]]:
+                return parts(component, graph, lambda node: len(copies[node]))
+
+        else:
+
+            def cut(component: list[int], graph: dict[int, dict[int, float]]) -> list[list[int]]:
+                return across(component, graph, lambda node: {source_of(m) for m in copies[node]})
+
         groups = [
             sorted(member for node in group for member in copies[node])
             for component in components(sorted(copies), graph)
-            for group in parts(component, graph)
+            for group in cut(component, graph)
         ]
         if gone is not None:
             groups.append([gone])  # alone, then forgotten: no stored cluster keeps it

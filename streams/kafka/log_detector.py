@@ -27,10 +27,12 @@ from neardup.core.items.schema import ItemSchema
 from neardup.core.prepared_codec import decode_batch, settings_of_batch
 from neardup.core.prepared_items import decode_items
 from neardup.state import State, StateView
+from neardup.state.items import stored_model
 
 from ..detection import BatchResult, Detector
 from ..detection.history import HistoryRecorder
-from ..detection.items import ItemDetector
+from ..detection.item_fit import FIRST_FIT, fit_due, item_count, refit
+from ..detection.items import ItemDetector, ItemScoring
 
 __all__ = ["LogDetector", "SettingsCheck", "Staged", "unapplied"]
 
@@ -104,6 +106,20 @@ class LogDetector:
     def commit(self, staged: Staged) -> None:
         """Make a staged run durable, with the offset it ends at, in one write."""
         staged.view.commit()
+
+    def refit_if_due(self) -> Staged | None:
+        """Item mode, after a commit: when the state has outgrown its model (from
+        ``FIRST_FIT`` items on; ``item_fit.fit_due``), fit it again and score every item
+        again; staged as a run of no messages (the caller sends its events, then commits)."""
+        items = self.items
+        if items is None or not items.schema.learn:
+            return None
+        model = stored_model(self.state.store)
+        if not fit_due(item_count(self.state), model, least=FIRST_FIT):
+            return None
+        view, result, fitted = refit(self.state, items.schema)
+        items.scoring = ItemScoring(items.schema, fitted)
+        return Staged(view, self.next_offset, result)
 
 
 def unapplied(messages: Sequence[tuple[int, bytes]], start: int) -> Iterator[tuple[int, bytes]]:

@@ -278,6 +278,12 @@ def build_app(
         await app.producer.flush()  # events out before the state says "done"
         committing = time.perf_counter()
         await run(detector.commit, staged)
+        refitted: Staged | None = await run(detector.refit_if_due)
+        if refitted is not None:  # item mode outgrew its model: every item scored again
+            for key, value in event_records(refitted.result, one_order):
+                await produce(config.events_topic, key, value, None)
+            await app.producer.flush()
+            await run(detector.commit, refitted)
         if metrics is not None:
             seconds: dict[Stage, float] = {
                 **staged.result.stage_seconds,

@@ -6,6 +6,7 @@ default) while the batch before them is detected.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import time
@@ -16,6 +17,7 @@ from typing import IO, Any, cast
 
 from neardup.core import (
     DEFAULT_MAX_RECORD_BYTES,
+    AbandonedError,
     BadRecordError,
     Page,
     PreparedDoc,
@@ -30,6 +32,7 @@ from ..detection import BatchListener, BatchResult, Detector, Stage, encode_even
 from ..detection.history import DEFAULT_HISTORY_EVERY, HistoryRecorder
 from ..detection.items import ItemDetector
 from .inputs import DeadLetter, NumberedLine, is_warc, iter_numbered_lines, iter_records
+from .item_fitting import fit_ahead, fit_at_end
 from .prepare_work import (
     DEFAULT_BATCH_BYTES,
     Prepared,
@@ -166,7 +169,20 @@ def run(
     the summary says so (``RunSummary.stopped_by``). ``history_every``: seconds between two
     samples of the state's history (``detection.history``). ``items``: item mode, the inputs
     JSON Lines of records of this schema (``detection.items``)."""
-    stage = Detector(state).stage if items is None else ItemDetector(state, items).stage
+    inputs = list(inputs)
+    stopping = signals is not None
+
+    def should_stop() -> bool:
+        return signals is not None and signals.requested is not None
+
+    if items is not None:
+        with contextlib.suppress(AbandonedError):  # stopped: the loop below reads nothing
+            fit_ahead(state, items, inputs, max_record_bytes, should_stop)
+    stage = (
+        Detector(state).stage
+        if items is None
+        else ItemDetector(state, items, should_stop if stopping else None).stage
+    )
     history = HistoryRecorder(history_every)
     balance = _ParseBalance(items is None and prepare == "process")
     summary = RunSummary()
@@ -244,23 +260,33 @@ def run(
     records = _all_records(inputs, max_record_bytes, items is not None, prepare == "process")
     if signals is not None:
         records = _until_stopped(records, signals)
-    with executor(prepare) as preparing:
-        waiting: tuple[Future[Prepared] | None, list[Record], list[DeadLetter]] | None = None
-        since = time.perf_counter()  # this process's work a batch: reading, parsing, detecting
-        for lines, dead in _batches(records, batch_size, batch_bytes):
-            batch, dead = (
-                _parsed_here(lines, dead, max_record_bytes) if balance.here() else (lines, dead)
-            )
-            work: list[Any] = [r.raw if isinstance(r, NumberedLine) else r for r in batch]
-            ahead = preparing.submit(prepare_batch, work, context) if batch else None
-            balance.waited = 0.0
+    try:
+        with executor(prepare) as preparing:
+            waiting: tuple[Future[Prepared] | None, list[Record], list[DeadLetter]] | None = None
+            since = time.perf_counter()  # this process's work a batch: reading, parsing, detecting
+            for lines, dead in _batches(records, batch_size, batch_bytes):
+                batch, dead = (
+                    _parsed_here(lines, dead, max_record_bytes) if balance.here() else (lines, dead)
+                )
+                work: list[Any] = [r.raw if isinstance(r, NumberedLine) else r for r in batch]
+                ahead = preparing.submit(prepare_batch, work, context) if batch else None
+                balance.waited = 0.0
+                if waiting is not None:
+                    finish(*waiting)
+                waiting = (ahead, batch, dead)
+                now = time.perf_counter()
+                balance.parent, since = now - since - balance.waited, now
             if waiting is not None:
                 finish(*waiting)
-            waiting = (ahead, batch, dead)
-            now = time.perf_counter()
-            balance.parent, since = now - since - balance.waited, now
-        if waiting is not None:
-            finish(*waiting)
+        if items is not None and not should_stop():
+            refitted = fit_at_end(state, items, should_stop)
+            if refitted is not None:
+                summary.add(refitted)
+                if events is not None:
+                    for event in refitted.events:
+                        events.write(encode_event(event).decode() + "\n")
+    except AbandonedError:
+        pass  # a stop cut a batch short: it is dropped, and the next run does it again
     if signals is not None and signals.requested is not None:
         summary.stopped_by = signal.Signals(signals.requested).name
     # the input is done: the state's buffered writes go to disk while the caller goes on

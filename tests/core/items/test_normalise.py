@@ -1,17 +1,19 @@
-"""Normalisation: synonyms (USPS Pub. 28, saint/street), stemming, identifiers, tokens."""
+"""Normalisation: synonyms (USPS Pub. 28, saint/street), profiles, number words, codes,
+stemming, identifiers."""
 
 from __future__ import annotations
 
 import pytest
 from neardup.core.exceptions import SchemaError
+from neardup.core.items.codes import codes_in
 from neardup.core.items.normalise import (
     TextNormaliser,
     char_grams,
     normalise_identifier,
     raw_words,
-    token_hash,
-    word_token,
 )
+from neardup.core.items.numerals import read_numerals
+from neardup.core.items.profiles import infer_profile
 from neardup.core.items.synonyms import listings_table, parse_synonyms
 
 
@@ -87,20 +89,60 @@ def test_char_grams_are_per_word_and_padded() -> None:
     assert char_grams(["a"], 3) == ["^a$"] and char_grams([], 3) == []
 
 
-def test_word_tokens_keep_three_letters_and_whole_numbers() -> None:
-    assert [word_token(w) for w in ("insurance", "insurnace", "1781", "5th", "st")] == [
-        "ins",
-        "ins",
-        "1781",
-        "5th",
-        "st",
-    ]
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("12 fifth ave between third and fourth", "12 5th ave between 3rd and 4th"),
+        ("twenty one pilots", "21 pilots"),
+        ("twenty first century", "21st century"),
+        ("warlords iii", "warlords 3"),
+        ("five guys", "5 guys"),
+        ("a x v i", "a x v i"),  # single letters are words, not numbers
+    ],
+)
+def test_number_words_are_read_as_digits(given: str, expected: str) -> None:
+    assert read_numerals(given.split()) == expected.split()
 
 
-def test_common_word_tokens_come_last_in_the_key_order(text: TextNormaliser) -> None:
-    tokens = text.word_tokens(["st", "maple", "1781", "n"])
-    rare = {token_hash("w", "map"), token_hash("w", "1781")}
-    assert set(tokens[:2]) == rare and tokens[:2] == sorted(rare)
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("epson 1500 hours 200w projector lamp elplp12", ["elplp12"]),
+        ("sony dsc w80 camera", ["dscw80"]),
+        ("XK-2041B switch", ["xk2041b"]),
+        ("quality park 36226 - envelopes", ["36226"]),
+        ("12 5th ave, 21st floor, 1080p 500gb 101.82", []),  # ordinals, sizes, prices
+    ],
+)
+def test_codes_inside_text_are_found_joined(text: str, codes: list[str]) -> None:
+    assert codes_in(text.casefold()) == codes
+
+
+@pytest.mark.parametrize(
+    ("field", "profile"),
+    [
+        ("addr", "address"),
+        ("Street Address", "address"),
+        ("authors", "person"),
+        ("given_name", "person"),
+        ("manufacturer", "organisation"),
+        ("modelno", "code"),
+        ("Site name", "name"),
+        ("title", "text"),
+    ],
+)
+def test_a_fields_profile_is_read_from_its_name(field: str, profile: str) -> None:
+    assert infer_profile(field) == profile
+
+
+def test_listing_synonyms_stay_off_people_companies_and_codes() -> None:
+    table = listings_table()
+    text = "St John Ave Co. N.V. XK-2041B"
+    assert TextNormaliser(table, profile="name").words(text)[:3] == ["saint", "john", "ave"]
+    assert TextNormaliser(table, profile="person").words(text)[:3] == ["st", "john", "ave"]
+    organisation = TextNormaliser(table, profile="organisation").words(text)
+    assert "co" not in organisation and "nv" not in organisation
+    assert TextNormaliser(table, profile="code").words("XK-2041B, ab 12") == ["xk2041b", "ab", "12"]
 
 
 @pytest.mark.parametrize(

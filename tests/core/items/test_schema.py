@@ -63,7 +63,7 @@ def test_json_round_trip_and_differences(listings_schema: ItemSchema, listings_t
         "threshold = 0.8\n" + listings_toml.replace("weight = 3", "weight = 4")
     )
     found = other.differences(listings_schema)
-    assert "threshold: stored 0.7, requested 0.8" in found
+    assert "threshold: stored 0.5, requested 0.8" in found
     assert "fields.name.weight: stored 3, requested 4" in found
     fewer = ItemSchema.from_toml(listings_toml.split("[fields.location]")[0])
     assert "fields.location: only in the stored schema" in fewer.differences(listings_schema)

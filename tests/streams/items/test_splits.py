@@ -15,13 +15,15 @@ from neardup.state import State
 from neardup.state.items import check_or_store_schema
 from neardup.streams.running.embedded import run
 
-from tests.helpers import partition
+from tests.helpers import item_model_where, partition, store_item_model
 
-#: three fields of equal weight: a pair sharing one value scores 1/3, and matches
+#: three fields of equal weight, and a model (not learned) under which a pair sharing one
+#: value of three matches: +10 bits, -2 for each of the two others, on prior odds of 2^-5
 SCHEMA = ItemSchema.from_toml(
-    'id = "id"\nthreshold = 0.33\nmin_weight = 1\n'
+    'id = "id"\nlearn = false\n'
     + "".join(f'[fields.t{n}]\ntype = "category"\nweight = 1\n' for n in (1, 2, 3))
 )
+MODEL = item_model_where(SCHEMA, agree=10.0, disagree=-2.0, prior=-5.0)
 
 
 def _item(item_id: str, *values: str) -> dict[str, Any]:
@@ -43,6 +45,7 @@ def _run(
     events = io.StringIO()
     with State.open(tmp_path / name) as state:
         check_or_store_schema(state.store, SCHEMA)
+        store_item_model(state, MODEL)
         run(state, [str(inputs)], events=events, items=SCHEMA, batch_size=5)
         return partition(state), [json.loads(line) for line in events.getvalue().splitlines()]
 

@@ -1,0 +1,370 @@
+"""Fitting the model to a sample of items: counts, u from random pairs, m from anchors.
+
+1. **Counts.** Per text field, how many items hold each word; per exact comparison, how
+   many hold each whole value; how many hold each code.
+2. **u** (the levels of non-matching pairs): the levels of random pairs of the sample
+   (pairs of different sources when the schema links across them). Almost every random pair
+   is a non-match, so their levels are the non-matches' (Fellegi and Sunter; splink does
+   the same). Candidates are not: most candidates of a record are near misses, and its
+   match is among them.
+3. **m** (the levels of matching pairs), counted over anchor pairs: the candidates that are
+   each other's best (by the schema-weighted mean of their fields' similarities) and agree
+   at the top of two identifying comparisons (a name and a phone, a title and a code) other
+   than the one whose m is counted, which plays no part in choosing its anchors (as splink
+   trains m on blocks, leaving the blocking field out). Copies (every field equal) are left
+   out. This is the EM of Fellegi-Sunter with the anchors' classes known; EM proper, over
+   all the candidates with u held at the random pairs', converged on near misses (a brand,
+   a neighbourhood) on four corpora of six (bench/items/README.md). A prior of a few pairs'
+   worth, shaped by the schema's weights (``ItemModel.prior_of``), fills what the anchors
+   lack.
+4. **Scales and prior odds** (``calibration.py``): how much each comparison counts among
+   candidates, and the odds a pair needs, halfway (in log-odds) between a random pair's and
+   the point where near misses part from matches.
+
+Pure: the caller chooses the sample (``streams/detection/item_fit.py``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from ..exceptions import AbandonedError
+from .blocking import Blocker
+from .calibration import LEAST_ANCHORS, calibrate, prior_odds, scaled
+from .compare import MISSING, Comparison, comparisons_of, term_hash
+from .model import Counts, ItemModel
+from .prepare import PreparedItem
+from .schema import ItemSchema
+from .scorer import ItemFeatures, Scorer
+from .values import CategoryValue, IdentifierValue, TextValue
+
+__all__ = ["FIT_CANDIDATES", "RANDOM_PAIRS", "candidate_pairs", "count_terms", "fit"]
+
+#: random pairs whose levels give u
+RANDOM_PAIRS = 40_000
+#: candidates an item brings to the fit, at most
+FIT_CANDIDATES = 50
+#: postings per key within the sample, as the index caps them
+_CAP = 1000
+#: the prior's weight in m, in pairs
+_PRIOR_PAIRS = 4.0
+#: steps of a fit's loops between two checks for a stop
+_STOP_EVERY = 2048
+_T = TypeVar("_T")
+#: the share of random pairs agreeing like confident matches that marks a crowded sample
+_CROWDED = 0.05
+_ITERATIONS = 100
+
+I8 = npt.NDArray[np.int8]
+
+
+def count_terms(
+    schema: ItemSchema, items: Sequence[PreparedItem]
+) -> tuple[tuple[Counts, ...], tuple[Counts, ...], Counts]:
+    """(per field word counts, per comparison value counts, code counts) of the items."""
+    comparisons = comparisons_of(schema)
+    words: list[dict[int, int]] = [defaultdict(int) for _ in schema.fields]
+    holding = [0] * len(schema.fields)
+    values: list[dict[int, int]] = [defaultdict(int) for _ in comparisons]
+    codes: dict[int, int] = defaultdict(int)
+    exact_of = {c.field: at for at, c in enumerate(comparisons) if c.kind in _EXACT_KINDS}
+    for item in items:
+        item_codes: set[int] = set()
+        for index, (spec, value) in enumerate(zip(schema.fields, item.values, strict=True)):
+            if value is None:
+                continue
+            holding[index] += 1
+            if isinstance(value, TextValue):
+                for term in {term_hash("t", word) for word in value.words.split()}:
+                    words[index][term] += 1
+                values[exact_of[index]][term_hash("v", value.words)] += 1
+                item_codes.update(value.codes)
+            elif isinstance(value, (CategoryValue, IdentifierValue)):
+                values[exact_of[index]][term_hash("v", value.value)] += 1
+                if isinstance(value, IdentifierValue) and spec.kind == "code":
+                    item_codes.add(term_hash("c", value.value))
+        for code in item_codes:
+            codes[code] += 1
+    value_totals = [
+        holding[c.field] if c.field >= 0 and c.kind in _EXACT_KINDS else 0 for c in comparisons
+    ]
+    return (
+        tuple(Counts.of(holding[i], words[i]) for i in range(len(schema.fields))),
+        tuple(Counts.of(value_totals[at], values[at]) for at in range(len(comparisons))),
+        Counts.of(len(items), codes),
+    )
+
+
+_EXACT_KINDS = frozenset({"words", "category", "identifier"})
+
+
+def candidate_pairs(
+    schema: ItemSchema,
+    model: ItemModel,
+    items: Sequence[PreparedItem],
+    should_stop: Callable[[], bool] | None = None,
+) -> list[tuple[int, int]]:
+    """The pairs of ``items`` (by position) that share a key under ``model``, each once: of
+    an item's earlier candidates, the ``FIT_CANDIDATES`` sharing most keys with it (an
+    entity of hundreds of records would otherwise bring hundreds of thousands of pairs)."""
+    blocker = Blocker(schema, model)
+    index: dict[int, list[int]] = defaultdict(list)
+    pairs: list[tuple[int, int]] = []
+    for at, item in _Stopper(should_stop).each(enumerate(items)):
+        posted, probes = blocker.keys(item.values)
+        met: Counter[int] = Counter()
+        for key in probes:
+            met.update(index.get(key, ()))
+        kept = sorted(met, key=lambda other: (-met[other], other))[:FIT_CANDIDATES]
+        pairs.extend((other, at) for other in sorted(kept) if _comparable(schema, items, other, at))
+        for key in posted:
+            posting = index[key]
+            if len(posting) < _CAP:
+                posting.append(at)
+    return pairs
+
+
+def _comparable(schema: ItemSchema, items: Sequence[PreparedItem], a: int, b: int) -> bool:
+    return schema.link != "across" or items[a].source != items[b].source
+
+
+def _random_pairs(
+    schema: ItemSchema, items: Sequence[PreparedItem], count: int, rng: random.Random
+) -> list[tuple[int, int]]:
+    n = len(items)
+    if n < 2:
+        return []
+    everything = n * (n - 1) // 2
+    if everything <= count:
+        return [
+            (a, b) for a in range(n) for b in range(a + 1, n) if _comparable(schema, items, a, b)
+        ]
+    found: set[tuple[int, int]] = set()
+    tries = 0
+    while len(found) < count and tries < 20 * count:
+        tries += 1
+        a, b = rng.randrange(n), rng.randrange(n)
+        if a != b and _comparable(schema, items, a, b):
+            found.add((min(a, b), max(a, b)))
+    return sorted(found)
+
+
+def _levels(
+    scorer: Scorer, features: Sequence[ItemFeatures], pairs: Iterable[tuple[int, int]]
+) -> I8:
+    found = [scorer.compare(features[a], features[b])[0] for a, b in pairs]
+    rows = np.full((len(found), len(scorer.comparisons)), MISSING, dtype=np.int8)
+    for row, levels in enumerate(found):
+        rows[row] = levels
+    return rows
+
+
+class _Stopper:
+    """Asks ``should_stop`` every ``_STOP_EVERY`` steps of the loops it wraps."""
+
+    def __init__(self, should_stop: Callable[[], bool] | None) -> None:
+        self.should_stop = should_stop
+
+    def each(self, steps: Iterable[_T]) -> Iterator[_T]:
+        for at, step in enumerate(steps):
+            if at % _STOP_EVERY == 0 and self.should_stop is not None and self.should_stop():
+                raise AbandonedError("a stop was asked for while the model was being fitted")
+            yield step
+
+
+def _shares(levels: I8, weights: npt.NDArray[np.float64], size: int) -> npt.NDArray[np.float64]:
+    """Per level, the weighted count of pairs at it (pairs MISSING here left out)."""
+    present = levels != MISSING
+    counts = np.bincount(levels[present].astype(np.int64), weights=weights[present], minlength=size)
+    return counts.astype(np.float64)
+
+
+def _similarity(schema: ItemSchema, scorer: Scorer, a: ItemFeatures, b: ItemFeatures) -> float:
+    """The schema-weighted mean of the fields' similarities: what ranks an item's candidates
+    before anything is learned (a name shared by a chain's branches is not enough)."""
+    scores = scorer.compare(a, b)[1]
+    total = weight = 0.0
+    for spec in schema.fields:
+        if spec.name in scores:
+            total += spec.weight * scores[spec.name]
+            weight += spec.weight
+    return total / weight if weight else 0.0
+
+
+def _mutual_best(pairs: Sequence[tuple[int, int]], weights: npt.NDArray[np.float64]) -> list[int]:
+    """The rows of the pairs whose items are each other's best candidate."""
+    best: dict[int, tuple[float, int]] = {}
+    for row, (a, b) in enumerate(pairs):
+        for item in (a, b):
+            if item not in best or weights[row] > best[item][0]:
+                best[item] = (float(weights[row]), row)
+    return sorted(
+        row for row, (a, b) in enumerate(pairs) if best[a][1] == row and best[b][1] == row
+    )
+
+
+def _estimate_m(
+    comparisons: Sequence[Comparison],
+    levels: I8,
+    anchors: Sequence[int],
+    m0: Sequence[npt.NDArray[np.float64]],
+) -> list[npt.NDArray[np.float64]]:
+    """m of every comparison, counted over anchor pairs: mutual best candidates that agree
+    at the top of two identifying comparisons other than the one estimated (a name and a
+    phone, a title and a code). Two such agreements are rarely by chance, and the estimated
+    comparison plays no part in choosing its pairs (as splink trains on blocks, leaving the
+    blocking field out); one agreement alone is not enough: a chain's branches share a name
+    and nothing else. A comparison whose schema has too few identifying others is counted
+    over anchors agreeing on the one there is. The prior fills in what the anchors lack."""
+    anchor_levels = levels[anchors]
+    identifying = [
+        at for at, comparison in enumerate(comparisons) if comparison.kind in _ANCHOR_KINDS
+    ]
+    top = np.zeros(anchor_levels.shape, dtype=bool)
+    for at in identifying:
+        comparison = comparisons[at]
+        least = comparison.levels - (3 if comparison.kind == "words" else 1)
+        top[:, at] = anchor_levels[:, at] >= least
+    estimated = []
+    for column, start in enumerate(m0):
+        others = [at for at in identifying if at != column]
+        agreeing = top[:, others].sum(axis=1) if others else np.zeros(len(anchor_levels))
+        chosen = agreeing >= min(2, len(others))
+        if len(others) == 0 or int(chosen.sum()) < LEAST_ANCHORS:
+            chosen = agreeing >= 1
+        counts = _shares(anchor_levels[chosen, column], np.ones(int(chosen.sum())), len(start))
+        estimated.append((counts + _PRIOR_PAIRS * start) / (counts.sum() + _PRIOR_PAIRS))
+    return estimated
+
+
+def _not_copies(comparisons: Sequence[Comparison], levels: I8, rows: Sequence[int]) -> list[int]:
+    """``rows`` without the pairs of copies (every level at the top): they say nothing of
+    how a match's fields differ, and a source that repeats its own records would make every
+    field look as if it always agreed."""
+    tops = np.array([c.levels - 1 for c in comparisons])
+    present = levels[rows] != MISSING
+    copies = np.all(np.where(present, levels[rows] == tops, True), axis=1)
+    return [row for row, copy in zip(rows, copies.tolist(), strict=True) if not copy]
+
+
+def _anchors(comparisons: Sequence[Comparison], levels: I8, best: Sequence[int]) -> list[int]:
+    """The mutual best pairs that agree at the top of two identifying comparisons (or of
+    the one there is): confident matches."""
+    identifying = [at for at, c in enumerate(comparisons) if c.kind in _ANCHOR_KINDS]
+    chosen = []
+    for row in best:
+        agreeing = sum(
+            1
+            for at in identifying
+            if levels[row, at]
+            >= comparisons[at].levels - (3 if comparisons[at].kind == "words" else 1)
+        )
+        if agreeing >= min(2, len(identifying)):
+            chosen.append(row)
+    return chosen
+
+
+_ANCHOR_KINDS = frozenset({"words", "identifier", "codes"})
+
+
+def fit(
+    schema: ItemSchema,
+    items: Sequence[PreparedItem],
+    seed: int = 0,
+    should_stop: Callable[[], bool] | None = None,
+) -> ItemModel:
+    """The model fitted to ``items`` (in a fixed order: the result depends on it only through
+    the seeded sampling of pairs). ``should_stop`` is asked every few thousand pairs; when it
+    says so, ``AbandonedError`` is raised (a fit of 20,000 items takes tens of seconds)."""
+    stop = _Stopper(should_stop)
+    prior = ItemModel.prior_of(schema)
+    words, values, codes = count_terms(schema, items)
+    counted = ItemModel(
+        prior.comparisons, prior.m, prior.u, prior.prior, len(items), words, values, codes
+    )
+    if len(items) < 2:
+        return counted
+    scorer = Scorer(schema, counted)
+    features = [scorer.features(item.values) for item in stop.each(items)]
+    rng = random.Random(seed)
+    randoms = _levels(scorer, features, stop.each(_random_pairs(schema, items, RANDOM_PAIRS, rng)))
+    pairs = candidate_pairs(schema, counted, items, should_stop)
+    candidates = _levels(scorer, features, stop.each(pairs))
+    m0 = [np.asarray(row, dtype=float) for row in prior.m]
+    if len(candidates):
+        ranking = np.array(
+            [_similarity(schema, scorer, features[a], features[b]) for a, b in stop.each(pairs)]
+        )
+        best = _not_copies(scorer.comparisons, candidates, _mutual_best(pairs, ranking))
+        anchors = _anchors(scorer.comparisons, candidates, best)
+        m = _estimate_m(scorer.comparisons, candidates, best, m0)
+    else:
+        m, anchors = m0, []
+    u0 = [np.asarray(row, dtype=float) for row in prior.u]
+    sure = _anchors(scorer.comparisons, randoms, range(len(randoms)))
+    if len(sure) >= _CROWDED * len(randoms):
+        # one entity fills the sample (thousands of near-equal records): random pairs are
+        # its matches, and telling agreement by chance from a match is left to the schema
+        # (a value's frequency is the entity's size here, not the odds of a chance match)
+        u, anchors, values = u0, [], prior.values
+    else:
+        u = []
+        for column, chance_prior in enumerate(u0):
+            counts = _shares(randoms[:, column], np.ones(len(randoms)), len(chance_prior))
+            u.append((counts + _PRIOR_PAIRS * chance_prior) / (counts.sum() + _PRIOR_PAIRS))
+    fitted = ItemModel(
+        prior.comparisons, _rows_of(m), _rows_of(u), 0.0, len(items), words, values, codes
+    )
+    final = Scorer(schema, fitted)
+    evidence = np.array(
+        [
+            final.evidence(row.tolist(), features[a])
+            for row, (a, _) in stop.each(zip(candidates, pairs, strict=False))
+        ]
+    ).reshape(len(pairs), len(final.comparisons))
+    chance = np.array(
+        [final.evidence(row.tolist(), features[0]) for row in stop.each(randoms)]
+    ).reshape(len(randoms), len(final.comparisons))
+    if len(candidates):
+        texts = [at for at, c in enumerate(final.comparisons) if c.kind == "words"]
+        primary = None
+        if texts:
+            heaviest = max(texts, key=lambda at: schema.fields[final.comparisons[at].field].weight)
+            primary = candidates[:, heaviest]
+        start = prior_odds(evidence.sum(axis=1), _comparable_pairs(schema, items))
+        scales, intercept = calibrate(pairs, evidence, chance, anchors, len(items), primary, start)
+        fitted = msgspec.structs.replace(fitted, scales=scales)
+        final = Scorer(schema, fitted)
+    else:
+        intercept = None
+    if intercept is not None:
+        # halfway (in log-odds) between the prior odds of a pair and the odds at which near
+        # misses part from matches: candidates that share a building, an album or a brand
+        # need more than a random pair, and the boundary the few labels of a small sample
+        # suggest is too strict alone (bench/items/README.md)
+        return msgspec.structs.replace(fitted, prior=(start + min(start, intercept)) / 2.0)
+    weights = scaled(evidence, fitted.scales)
+    odds = prior_odds(weights, _comparable_pairs(schema, items))
+    return msgspec.structs.replace(fitted, prior=odds)
+
+
+def _rows_of(rows: Sequence[npt.NDArray[np.float64]]) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(float(x) for x in row) for row in rows)
+
+
+def _comparable_pairs(schema: ItemSchema, items: Sequence[PreparedItem]) -> float:
+    n = len(items)
+    if schema.link != "across":
+        return n * (n - 1) / 2.0
+    by_source: dict[str | None, int] = defaultdict(int)
+    for item in items:
+        by_source[item.source] += 1
+    same = sum(k * (k - 1) / 2.0 for k in by_source.values())
+    return n * (n - 1) / 2.0 - same

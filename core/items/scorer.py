@@ -1,0 +1,235 @@
+"""Scoring pairs of items under a model: features once an item, levels and weights a pair.
+
+``Scorer.features`` readies an item (its words with their rarity weights, its codes);
+``Scorer.compare`` names the level of each comparison of two readied items, and
+``Scorer.score`` turns them into a match weight, a match probability and each field's
+similarity (what events and queries report).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .compare import (
+    MISSING,
+    CategoryFeatures,
+    Features,
+    IdentifierFeatures,
+    TextFeatures,
+    category_level,
+    codes_level,
+    comparisons_of,
+    features_of,
+    geo_level,
+    identifier_level,
+    longtext_level,
+    number_level,
+    numbers_level,
+    term_hash,
+    words_level,
+)
+from .model import ItemModel
+from .schema import ItemSchema
+from .similarity import ItemMatch
+from .values import (
+    SKETCH_SIZE,
+    FieldValue,
+    GeoValue,
+    IdentifierValue,
+    LongTextValue,
+    NumberValue,
+    TextValue,
+)
+
+__all__ = ["COMMON_CODE_SHARE", "ItemFeatures", "Scorer", "word_weight"]
+
+#: a code held by more than this share of the sampled items (or 3 of them) is common
+COMMON_CODE_SHARE = 0.001
+#: a value's share of the items is never taken below this many items (one pair is two)
+_LEAST_COUNT = 1.0
+#: past the strongest agreement on where an item is (address, location), the share each
+#: further one counts for
+PLACE_SHARE = 0.25
+
+
+def word_weight(total: int, holding: int) -> float:
+    """The rarity weight of a word that ``holding`` of ``total`` items hold (an unseen word
+    counts as held by none)."""
+    return math.log1p(max(1, total) / (holding + 1))
+
+
+@dataclass(slots=True)
+class ItemFeatures:
+    """An item readied for comparisons: per field its features (None: missing), its codes."""
+
+    fields: list[Features | None]
+    codes: tuple[int, ...]
+
+
+class Scorer:
+    """Pairs scored under one schema and one model."""
+
+    def __init__(self, schema: ItemSchema, model: ItemModel, threshold: float | None = None):
+        self.schema = schema
+        self.model = model
+        self.threshold = schema.threshold if threshold is None else threshold
+        self.comparisons = comparisons_of(schema)
+        if not model.matches(schema):
+            raise ValueError("the model was fitted for another schema's comparisons")
+        self._log_m = [[math.log2(max(x, 1e-12)) for x in m] for m in model.m]
+        self._log_u = [[math.log2(max(x, 1e-12)) for x in u] for u in model.u]
+        self.weights = [
+            [math.log2(max(m, 1e-12) / max(u, 1e-12)) for m, u in zip(ms, us, strict=True)]
+            for ms, us in zip(model.m, model.u, strict=True)
+        ]
+        self._word_weights: list[dict[int, float]] = []
+        self._default_weight: list[float] = []
+        for index in range(len(schema.fields)):
+            counts = model.words_of(index)
+            table = counts.as_dict()
+            self._word_weights.append(
+                {key: word_weight(counts.total, count) for key, count in table.items()}
+            )
+            self._default_weight.append(word_weight(counts.total, 0))
+        values = [model.values_of(at) for at in range(len(self.comparisons))]
+        self._values = [counts.as_dict() for counts in values]
+        self._value_totals = [counts.total for counts in values]
+        code_counts = model.codes.as_dict()
+        bound = max(3.0, COMMON_CODE_SHARE * model.codes.total)
+        self.common_codes = frozenset(key for key, n in code_counts.items() if n > bound)
+        self._radius = [spec.radius or 1.0 for spec in schema.fields]
+        self._place = [
+            at
+            for at, comparison in enumerate(self.comparisons)
+            if comparison.kind == "geo"
+            or (
+                comparison.kind in ("words", "numbers")
+                and schema.fields[comparison.field].reading == "address"
+            )
+        ]
+        self._least_weight = schema.least_weight
+
+    def features(self, values: Sequence[FieldValue | None]) -> ItemFeatures:
+        fields: list[Features | None] = []
+        codes: list[int] = []
+        for index, (spec, value) in enumerate(zip(self.schema.fields, values, strict=True)):
+            if value is None:
+                fields.append(None)
+                continue
+            fields.append(
+                features_of(spec, value, self._word_weights[index], self._default_weight[index])
+            )
+            if isinstance(value, TextValue):
+                codes.extend(value.codes)
+            elif isinstance(value, IdentifierValue) and spec.kind == "code":
+                codes.append(term_hash("c", value.value))
+        return ItemFeatures(fields, tuple(sorted(set(codes))))
+
+    def compare(self, a: ItemFeatures, b: ItemFeatures) -> tuple[list[int], dict[str, float]]:
+        """Each comparison's level (``MISSING`` where it cannot be made), and each field's
+        similarity in [0, 1] (fields missing in either item left out)."""
+        levels: list[int] = []
+        scores: dict[str, float] = {}
+        for comparison in self.comparisons:
+            index = comparison.field
+            if index < 0:
+                levels.append(codes_level(a.codes, b.codes, self.common_codes))
+                continue
+            left, right = a.fields[index], b.fields[index]
+            if left is None or right is None:
+                levels.append(MISSING)
+                continue
+            kind = comparison.kind
+            name = self.schema.fields[index].name
+            if kind == "words":
+                assert isinstance(left, TextFeatures) and isinstance(right, TextFeatures)
+                level, scores[name] = words_level(left, right)
+            elif kind == "numbers":
+                assert isinstance(left, TextFeatures) and isinstance(right, TextFeatures)
+                level = numbers_level(left, right)
+            elif kind == "category":
+                assert isinstance(left, CategoryFeatures) and isinstance(right, CategoryFeatures)
+                level, scores[name] = category_level(left, right)
+            elif kind == "identifier":
+                assert isinstance(left, IdentifierFeatures)
+                assert isinstance(right, IdentifierFeatures)
+                level = identifier_level(left, right)
+                scores[name] = level / 2.0
+            elif kind == "geo":
+                assert isinstance(left, GeoValue) and isinstance(right, GeoValue)
+                level, distance = geo_level(left, right, self._radius[index])
+                scores[name] = self._radius[index] / (self._radius[index] + distance)
+            elif kind == "number":
+                assert isinstance(left, NumberValue) and isinstance(right, NumberValue)
+                level = number_level(left, right)
+                scores[name] = level / 3.0
+            else:
+                assert isinstance(left, LongTextValue) and isinstance(right, LongTextValue)
+                level, scores[name] = longtext_level(left, right, SKETCH_SIZE)
+            levels.append(level)
+        return levels, scores
+
+    def exact_value(self, comparison: int, features: ItemFeatures) -> int | None:
+        """The hash of the value an exact agreement of this comparison agrees on."""
+        index = self.comparisons[comparison].field
+        found = features.fields[index] if index >= 0 else None
+        if isinstance(found, (TextFeatures, CategoryFeatures, IdentifierFeatures)):
+            return found.exact
+        return None
+
+    def evidence(self, levels: Sequence[int], a: ItemFeatures) -> list[float]:
+        """Per comparison, log2(m / u) at the pair's level (0 where MISSING); an exact
+        agreement is weighed by its value's own frequency (``a``: either item)."""
+        found = []
+        for at, level in enumerate(levels):
+            if level == MISSING:
+                found.append(0.0)
+                continue
+            log_u = self._log_u[at][level]
+            if level == len(self._log_m[at]) - 1 and self._values[at]:
+                value = self.exact_value(at, a)
+                if value is not None:
+                    # chance agreement on this value: its own share, not the mean's
+                    share = max(_LEAST_COUNT, self._values[at].get(value, 0))
+                    log_u = math.log2(share / self._value_totals[at])
+            found.append(self._log_m[at][level] - log_u)
+        agreeing = [at for at in self._place if found[at] > 0.0]
+        if len(agreeing) > 1:
+            # an address and a location say where an item is, once: every business in a
+            # building agrees on both, so past the strongest, each counts for a share
+            strongest = max(agreeing, key=lambda at: found[at])
+            for at in agreeing:
+                if at != strongest:
+                    found[at] *= PLACE_SHARE
+        return found
+
+    def weight(self, levels: Sequence[int], a: ItemFeatures) -> float:
+        """The match weight (log2 odds) of a pair at ``levels``: the prior odds plus each
+        comparison's evidence, scaled as the model learned (``fit.py``: evidence that
+        near misses share counts for less)."""
+        total = self.model.prior
+        scales = self.model.scales
+        for at, evidence in enumerate(self.evidence(levels, a)):
+            if scales:
+                total += evidence * (scales[at][0] if evidence > 0 else scales[at][1])
+            else:
+                total += evidence
+        return total
+
+    def score(self, a: ItemFeatures, b: ItemFeatures) -> ItemMatch:
+        """The pair's match probability, its fields' similarities, and the verdict (at the
+        threshold or above, and with fields in common weighing ``min_weight`` or more)."""
+        levels, scores = self.compare(a, b)
+        weight = self.weight(levels, a)
+        probability = 1.0 / (1.0 + math.exp2(-max(-60.0, min(60.0, weight))))
+        matched = probability >= self.threshold - 1e-12
+        if matched and self._least_weight > 0.0:
+            common = sum(
+                spec.weight
+                for spec, left, right in zip(self.schema.fields, a.fields, b.fields, strict=True)
+                if left is not None and right is not None
+            )
+            matched = common >= self._least_weight - 1e-9
+        return ItemMatch(probability, scores, matched)
