@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import xxhash
 
-from .compare import comparisons_of, term_hash
+from .compare import codes_of, comparisons_of, term_hash
 from .geo import GeoGrid
 from .model import ItemModel
 from .schema import ItemSchema
@@ -126,24 +126,20 @@ class Blocker:
         """(posted, looked up): 64-bit keys, distinct."""
         posted: set[int] = set()
         probes: set[int] = set()
-        codes: set[int] = set()
         main_words: list[int] = []
         rare_words: list[int] = []
-        for index, (spec, value) in enumerate(zip(self.schema.fields, values, strict=True)):
+        for index, value in enumerate(values):
             if isinstance(value, TextValue):
                 rarest = self.rarest(index, value)
                 if index == self._main:
                     main_words = rarest[:2]
                 rare_words.extend(_key(1, index, term) for term in rarest[:1])
                 posted.update(self._text_keys(index, rarest))
-                codes.update(value.codes)
             elif isinstance(value, IdentifierValue):
                 posted.add(_key(2, index, term_hash("v", value.value)))
-                if spec.kind == "code":
-                    codes.add(term_hash("c", value.value))
             elif isinstance(value, LongTextValue):
                 posted.update(_key(3, index, token) for token in value.sketch[:2])
-        posted.update(_key(4, 0, code) for code in codes)
+        posted.update(_key(4, 0, code) for code in codes_of(self.schema, values))
         for index in self._categories:
             value = values[index]
             if not isinstance(value, CategoryValue):

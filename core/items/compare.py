@@ -65,6 +65,7 @@ __all__ = [
     "MISSING",
     "Comparison",
     "ComparisonKind",
+    "codes_of",
     "comparisons_of",
     "term_hash",
 ]
@@ -98,6 +99,17 @@ _NUMBER_BANDS = (0.2, 0.05, 0.005)
 def term_hash(kind: str, value: str) -> int:
     """64-bit hash of a counted term (a word of a field, a whole value, a code)."""
     return xxhash.xxh3_64_intdigest(f"{kind}\x1f{value}".encode())
+
+
+def codes_of(schema: ItemSchema, values: Sequence[FieldValue | None]) -> frozenset[int]:
+    """An item's codes: those found in its texts and the values of its code identifiers."""
+    codes: set[int] = set()
+    for spec, value in zip(schema.fields, values, strict=True):
+        if isinstance(value, TextValue):
+            codes.update(value.codes)
+        elif isinstance(value, IdentifierValue) and spec.kind == "code":
+            codes.add(term_hash("c", value.value))
+    return frozenset(codes)
 
 
 @dataclass(frozen=True, slots=True)

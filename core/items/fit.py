@@ -38,7 +38,7 @@ import numpy.typing as npt
 from ..exceptions import AbandonedError
 from .blocking import Blocker
 from .calibration import LEAST_ANCHORS, calibrate, prior_odds, scaled
-from .compare import MISSING, Comparison, comparisons_of, term_hash
+from .compare import MISSING, Comparison, codes_of, comparisons_of, term_hash
 from .model import Counts, ItemModel
 from .prepare import PreparedItem
 from .schema import ItemSchema
@@ -60,7 +60,6 @@ _STOP_EVERY = 2048
 _T = TypeVar("_T")
 #: the share of random pairs agreeing like confident matches that marks a crowded sample
 _CROWDED = 0.05
-_ITERATIONS = 100
 
 I8 = npt.NDArray[np.int8]
 
@@ -76,8 +75,7 @@ def count_terms(
     codes: dict[int, int] = defaultdict(int)
     exact_of = {c.field: at for at, c in enumerate(comparisons) if c.kind in _EXACT_KINDS}
     for item in items:
-        item_codes: set[int] = set()
-        for index, (spec, value) in enumerate(zip(schema.fields, item.values, strict=True)):
+        for index, value in enumerate(item.values):
             if value is None:
                 continue
             holding[index] += 1
@@ -85,12 +83,9 @@ def count_terms(
                 for term in {term_hash("t", word) for word in value.words.split()}:
                     words[index][term] += 1
                 values[exact_of[index]][term_hash("v", value.words)] += 1
-                item_codes.update(value.codes)
             elif isinstance(value, (CategoryValue, IdentifierValue)):
                 values[exact_of[index]][term_hash("v", value.value)] += 1
-                if isinstance(value, IdentifierValue) and spec.kind == "code":
-                    item_codes.add(term_hash("c", value.value))
-        for code in item_codes:
+        for code in codes_of(schema, item.values):
             codes[code] += 1
     value_totals = [
         holding[c.field] if c.field >= 0 and c.kind in _EXACT_KINDS else 0 for c in comparisons
@@ -156,14 +151,15 @@ def _random_pairs(
     return sorted(found)
 
 
-def _levels(
+def _compared(
     scorer: Scorer, features: Sequence[ItemFeatures], pairs: Iterable[tuple[int, int]]
-) -> I8:
-    found = [scorer.compare(features[a], features[b])[0] for a, b in pairs]
+) -> tuple[I8, list[dict[str, float]]]:
+    """The pairs' levels (a row each) and their fields' similarities."""
+    found = [scorer.compare(features[a], features[b]) for a, b in pairs]
     rows = np.full((len(found), len(scorer.comparisons)), MISSING, dtype=np.int8)
-    for row, levels in enumerate(found):
+    for row, (levels, _) in enumerate(found):
         rows[row] = levels
-    return rows
+    return rows, [scores for _, scores in found]
 
 
 class _Stopper:
@@ -186,10 +182,10 @@ def _shares(levels: I8, weights: npt.NDArray[np.float64], size: int) -> npt.NDAr
     return counts.astype(np.float64)
 
 
-def _similarity(schema: ItemSchema, scorer: Scorer, a: ItemFeatures, b: ItemFeatures) -> float:
-    """The schema-weighted mean of the fields' similarities: what ranks an item's candidates
-    before anything is learned (a name shared by a chain's branches is not enough)."""
-    scores = scorer.compare(a, b)[1]
+def _similarity(schema: ItemSchema, scores: dict[str, float]) -> float:
+    """The schema-weighted mean of a pair's field similarities: what ranks an item's
+    candidates before anything is learned (a name shared by a chain's branches is not
+    enough)."""
     total = weight = 0.0
     for spec in schema.fields:
         if spec.name in scores:
@@ -229,9 +225,7 @@ def _estimate_m(
     ]
     top = np.zeros(anchor_levels.shape, dtype=bool)
     for at in identifying:
-        comparison = comparisons[at]
-        least = comparison.levels - (3 if comparison.kind == "words" else 1)
-        top[:, at] = anchor_levels[:, at] >= least
+        top[:, at] = anchor_levels[:, at] >= _near_top(comparisons[at])
     estimated = []
     for column, start in enumerate(m0):
         others = [at for at in identifying if at != column]
@@ -260,15 +254,16 @@ def _anchors(comparisons: Sequence[Comparison], levels: I8, best: Sequence[int])
     identifying = [at for at, c in enumerate(comparisons) if c.kind in _ANCHOR_KINDS]
     chosen = []
     for row in best:
-        agreeing = sum(
-            1
-            for at in identifying
-            if levels[row, at]
-            >= comparisons[at].levels - (3 if comparisons[at].kind == "words" else 1)
-        )
+        agreeing = sum(1 for at in identifying if levels[row, at] >= _near_top(comparisons[at]))
         if agreeing >= min(2, len(identifying)):
             chosen.append(row)
     return chosen
+
+
+def _near_top(comparison: Comparison) -> int:
+    """The least level at which an identifying comparison agrees as a match does (the top
+    three of words: equal, nearly, mostly; the top of the others)."""
+    return comparison.levels - (3 if comparison.kind == "words" else 1)
 
 
 _ANCHOR_KINDS = frozenset({"words", "identifier", "codes"})
@@ -294,14 +289,14 @@ def fit(
     scorer = Scorer(schema, counted)
     features = [scorer.features(item.values) for item in stop.each(items)]
     rng = random.Random(seed)
-    randoms = _levels(scorer, features, stop.each(_random_pairs(schema, items, RANDOM_PAIRS, rng)))
+    randoms, _ = _compared(
+        scorer, features, stop.each(_random_pairs(schema, items, RANDOM_PAIRS, rng))
+    )
     pairs = candidate_pairs(schema, counted, items, should_stop)
-    candidates = _levels(scorer, features, stop.each(pairs))
+    candidates, similarities = _compared(scorer, features, stop.each(pairs))
     m0 = [np.asarray(row, dtype=float) for row in prior.m]
     if len(candidates):
-        ranking = np.array(
-            [_similarity(schema, scorer, features[a], features[b]) for a, b in stop.each(pairs)]
-        )
+        ranking = np.array([_similarity(schema, scores) for scores in similarities])
         best = _not_copies(scorer.comparisons, candidates, _mutual_best(pairs, ranking))
         anchors = _anchors(scorer.comparisons, candidates, best)
         m = _estimate_m(scorer.comparisons, candidates, best, m0)
@@ -341,7 +336,6 @@ def fit(
         start = prior_odds(evidence.sum(axis=1), _comparable_pairs(schema, items))
         scales, intercept = calibrate(pairs, evidence, chance, anchors, len(items), primary, start)
         fitted = msgspec.structs.replace(fitted, scales=scales)
-        final = Scorer(schema, fitted)
     else:
         intercept = None
     if intercept is not None:

@@ -20,6 +20,7 @@ from .compare import (
     TextFeatures,
     category_level,
     codes_level,
+    codes_of,
     comparisons_of,
     features_of,
     geo_level,
@@ -27,7 +28,6 @@ from .compare import (
     longtext_level,
     number_level,
     numbers_level,
-    term_hash,
     words_level,
 )
 from .model import ItemModel
@@ -37,10 +37,8 @@ from .values import (
     SKETCH_SIZE,
     FieldValue,
     GeoValue,
-    IdentifierValue,
     LongTextValue,
     NumberValue,
-    TextValue,
 )
 
 __all__ = ["COMMON_CODE_SHARE", "ItemFeatures", "Scorer", "word_weight"]
@@ -113,7 +111,6 @@ class Scorer:
 
     def features(self, values: Sequence[FieldValue | None]) -> ItemFeatures:
         fields: list[Features | None] = []
-        codes: list[int] = []
         for index, (spec, value) in enumerate(zip(self.schema.fields, values, strict=True)):
             if value is None:
                 fields.append(None)
@@ -121,11 +118,7 @@ class Scorer:
             fields.append(
                 features_of(spec, value, self._word_weights[index], self._default_weight[index])
             )
-            if isinstance(value, TextValue):
-                codes.extend(value.codes)
-            elif isinstance(value, IdentifierValue) and spec.kind == "code":
-                codes.append(term_hash("c", value.value))
-        return ItemFeatures(fields, tuple(sorted(set(codes))))
+        return ItemFeatures(fields, tuple(sorted(codes_of(self.schema, values))))
 
     def compare(self, a: ItemFeatures, b: ItemFeatures) -> tuple[list[int], dict[str, float]]:
         """Each comparison's level (``MISSING`` where it cannot be made), and each field's

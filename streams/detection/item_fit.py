@@ -30,7 +30,7 @@ from neardup.state import State, StateView
 from neardup.state.items import item_doc_id
 
 from .events import ClusterMerged, Event
-from .items import ItemScoring, _Batch, _retired
+from .items import ItemScoring, _Batch
 from .result import BatchResult, Stage
 
 __all__ = [
@@ -143,12 +143,5 @@ def regroup_all(
     and a ``cluster_merged`` for each that another took in; and the cluster gauges' changes."""
     batch = _Batch(view, scoring, [])
     after, old_roots = batch.regroup(set(ids))
-    for root, members in sorted(after.items()):
-        retired = _retired(members, root, old_roots, set())
-        for gone in sorted(retired, key=view.clusters.age):
-            batch.events.append(
-                ClusterMerged(
-                    root, gone, len(members), batch.ref(root), batch.ref(root), batch.ref(gone)
-                )
-            )
+    batch.tell_merges(after, old_roots, set(), {})
     return batch.events, batch.gauges

@@ -177,6 +177,7 @@ class _Batch:
         known = sorted({item_doc_id(item.id) for item in items}.union(*self._met.values()))
         self._items = dict(zip(known, view.items.get_many(known), strict=True))
         self._features: dict[int, ItemFeatures] = {}
+        self._item_keys: dict[int, list[int]] = {}
         self._prints = {at: values_fingerprint(items[at]) for at in live}
         keys = {at: _print_key(fp) for at, fp in self._prints.items()}
         found = view.fingerprints.lookup_many(keys.values())
@@ -269,6 +270,7 @@ class _Batch:
         view.items.put(doc_id, item)
         self._items[doc_id] = item
         self._features.pop(doc_id, None)
+        self._item_keys.pop(doc_id, None)
         matches = self._match(at, doc_id, item)
         if old is None and not matches:
             return  # a new item alone: a cluster of its own, nothing to tell
@@ -316,17 +318,27 @@ class _Batch:
         keys = self._keys[at][0]
         if len(matches) >= ENOUGH:
             carried = Counter(
-                key
-                for _, other, _ in matches
-                for key in item_keys(self.scoring.blocker.keys(other.values)[0]).tolist()
+                key for other, held, _ in matches for key in self._posted_by(other, held)
             )
             keys = np.array(
                 [key for key in keys.tolist() if carried[key] < ENOUGH], dtype=np.uint32
             )
+        self._post_keys(keys, doc_id)
+
+    def _post_keys(self, keys: U32, doc_id: int) -> None:
         if len(keys):
             self._posts.append((keys, doc_id))
             for key in keys.tolist():
                 self._posted.setdefault(key, []).append(doc_id)
+
+    def _posted_by(self, doc_id: int, item: PreparedItem) -> list[int]:
+        """The keys an item posts under the model (a dense group's members are asked again
+        and again: kept for the batch)."""
+        found = self._item_keys.get(doc_id)
+        if found is None:
+            posted = self.scoring.blocker.keys(item.values)[0]
+            found = self._item_keys[doc_id] = item_keys(posted).tolist()
+        return found
 
     def flush(self) -> None:
         """Cluster the items that arrived or changed since the last flush, together, and
@@ -359,6 +371,17 @@ class _Batch:
                         len(members),
                     )
                 )
+        self.tell_merges(after, old_roots, new, first)
+
+    def tell_merges(
+        self,
+        after: dict[int, list[int]],
+        old_roots: dict[int, int],
+        new: set[int],
+        first: dict[int, DocRef],
+    ) -> None:
+        """A ``cluster_merged`` for each cluster a group took in (``_retired``); ``first``:
+        the item that brought each group together, where the batch knows it."""
         for root, group in sorted(after.items()):
             retired = _retired(group, root, old_roots, new)
             for gone in sorted(retired, key=self.view.clusters.age):
@@ -391,15 +414,14 @@ class _Batch:
             for other, score in near.items():
                 if score != IDENTICAL:
                     view.edges.add(holder, other, score)
-            self._holders[values_fingerprint(old)] = holder
-            view.fingerprints.register(_print_key(values_fingerprint(old)), holder)
-            keys = item_keys(self.scoring.blocker.keys(old.values)[0])
-            self._posts.append((keys, holder))
-            for key in keys.tolist():
-                self._posted.setdefault(key, []).append(holder)
+            fingerprint = values_fingerprint(old)
+            self._holders[fingerprint] = holder
+            view.fingerprints.register(_print_key(fingerprint), holder)
+            self._post_keys(item_keys(self.scoring.blocker.keys(old.values)[0]), holder)
         view.items.delete(doc_id)
         self._items[doc_id] = None
         self._features.pop(doc_id, None)
+        self._item_keys.pop(doc_id, None)
         self.removed += 1
         self.events.append(ItemRemoved(DocRef(doc_id, old.id, ""), root))
         self.regroup(set(members), gone=doc_id)
