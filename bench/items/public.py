@@ -31,6 +31,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from .peers._input import UnionFind
+
 __all__ = ["CORPORA", "labelled_pairs", "load", "schema_text"]
 
 DATA = Path(str(files("bench.items").joinpath("data")))
@@ -85,19 +87,11 @@ def _rows(path: Path, encoding: str) -> list[dict[str, str]]:
 
 
 def _components(ids: Iterable[str], pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
-    parent = {key: key for key in ids}
-
-    def find(key: str) -> str:
-        while parent[key] != key:
-            parent[key] = parent[parent[key]]
-            key = parent[key]
-        return key
-
+    """Each id's component under the pairs, named by its smallest id."""
+    joined = UnionFind()
     for a, b in pairs:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return {key: find(key) for key in parent}
+        joined.union(a, b)
+    return {key: joined.find(key) for key in ids}
 
 
 def _record(row: dict[str, str], side: str, rename: dict[str, str]) -> dict[str, Any]:
