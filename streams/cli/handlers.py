@@ -270,7 +270,7 @@ def merged(args: argparse.Namespace) -> int:
 
 def fit(args: argparse.Namespace) -> int:
     """Item mode: the model fitted again, every item scored again under it."""
-    from ..detection.events import encode_event
+    from ..detection.events import write_events
     from ..detection.item_fit import refit
 
     with _existing_state(args.state) as state, ExitStack() as stack:
@@ -284,8 +284,7 @@ def fit(args: argparse.Namespace) -> int:
         view, result, model = refit(state, schema)
         view.commit()
         if events is not None:
-            for event in result.events:
-                events.write(encode_event(event).decode() + "\n")
+            write_events(events, result.events)
         _print_json(
             {
                 "items_fitted_on": model.items,

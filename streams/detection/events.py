@@ -12,7 +12,8 @@ object there (as dataclasses they were a tenth of the union stage's time).
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from collections.abc import Iterable
+from typing import IO, Any, Literal, get_args
 
 import msgspec
 import xxhash
@@ -32,6 +33,7 @@ __all__ = [
     "Method",
     "encode_event",
     "format_id",
+    "write_events",
 ]
 
 SCHEMA_VERSION = 1
@@ -58,6 +60,12 @@ def encode_event(event: Event) -> bytes:
     """An event as the JSON object its consumers read (a line of the events file, a record
     of the events topic)."""
     return _JSON.encode(event.to_json())
+
+
+def write_events(out: IO[str], events: Iterable[Event]) -> None:
+    """Events as lines of JSON (an events file)."""
+    for event in events:
+        out.write(encode_event(event).decode() + "\n")
 
 
 def _event_id(*parts: object) -> str:

@@ -28,7 +28,8 @@ from neardup.core.items.schema import ItemSchema
 from neardup.core.prepared_codec import decode_batch
 from neardup.state import State
 
-from ..detection import BatchListener, BatchResult, Detector, Stage, encode_event
+from ..detection import BatchListener, BatchResult, Detector, Stage
+from ..detection.events import write_events
 from ..detection.history import DEFAULT_HISTORY_EVERY, HistoryRecorder
 from ..detection.items import ItemDetector
 from .inputs import DeadLetter, NumberedLine, is_warc, iter_numbered_lines, iter_records
@@ -241,8 +242,7 @@ def run(
                 listener.batch_done(result, seconds)
             summary.add(result)
             if events is not None:
-                for event in result.events:
-                    events.write(encode_event(event).decode() + "\n")
+                write_events(events, result.events)
         summary.records += len(dead)
         for observer in observers:
             observer.update(summary)
@@ -283,8 +283,7 @@ def run(
             if refitted is not None:
                 summary.add(refitted)
                 if events is not None:
-                    for event in refitted.events:
-                        events.write(encode_event(event).decode() + "\n")
+                    write_events(events, refitted.events)
     except AbandonedError:
         pass  # a stop cut a batch short: it is dropped, and the next run does it again
     if signals is not None and signals.requested is not None:
