@@ -6,7 +6,9 @@
    (pairs of different sources when the schema links across them). Almost every random pair
    is a non-match, so their levels are the non-matches' (Fellegi and Sunter; splink does
    the same). Candidates are not: most candidates of a record are near misses, and its
-   match is among them.
+   match is among them. When one entity fills the sample (``_CROWDED``: random pairs agree
+   as confident matches do), random pairs are its matches, and u, the value counts and
+   the scales are left at the schema's prior.
 3. **m** (the levels of matching pairs), counted over anchor pairs: the candidates that are
    each other's best (by the schema-weighted mean of their fields' similarities) and agree
    at the top of two identifying comparisons (a name and a phone, a title and a code) other

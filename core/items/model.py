@@ -12,7 +12,7 @@ The counts are those of a sample of the items (``fit.py``): per text field, how 
 hold each word (the rarity weights of ``compare.py``, and the order of the keys), per
 exact comparison how many hold each value, and how many hold each code.
 
-Before any fit, ``ItemModel.prior`` gives every comparison weights shaped by the schema's
+Before any fit, ``ItemModel.prior_of`` gives every comparison weights shaped by the schema's
 field weights and every word the same rarity: the model that scores the first items.
 """
 
@@ -69,7 +69,7 @@ class ItemModel(msgspec.Struct, frozen=True):
     values: tuple[Counts, ...] = ()
     #: items holding each code
     codes: Counts = Counts()
-    #: per comparison, the scale of its evidence for and against a match (``fit.py``)
+    #: per comparison, the scale of its evidence for and against a match (``calibration.py``)
     scales: tuple[tuple[float, float], ...] = ()
     version: int = MODEL_VERSION
 
