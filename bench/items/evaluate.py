@@ -157,8 +157,8 @@ def evaluate(
         for other in sorted(met):
             if schema.link == "across" and items[other].source == item.source:
                 continue
-            match = scorer.score(features[at], features[other])
-            if match.matched:
+            match = scorer.verify(features[at], features[other])
+            if match is not None and match.matched:
                 edges.append((other, at, match.score))
         for key in keys[at][0]:
             if len(index[key]) < cap:

@@ -151,7 +151,8 @@ class TextFeatures:
     total: float
     exact: int  # hash of the whole word sequence
     numbers: frozenset[int]
-    grams: tuple[int, ...]
+    grams: frozenset[int]
+    where: dict[str, int]  # each word's position
 
 
 @dataclass(slots=True)
@@ -181,7 +182,8 @@ def text_features(value: TextValue, weight_of: dict[int, float], default: float)
         sum(weights),
         term_hash("v", value.words),
         frozenset(value.numbers),
-        value.grams,
+        frozenset(value.grams),
+        {word: at for at, word in enumerate(words)},
     )
 
 
@@ -219,7 +221,7 @@ def shared_weight(a: TextFeatures, b: TextFeatures) -> tuple[float, float, float
     """The weight two texts share (equal words count whole, close ones by their closeness),
     and the weight each side sheds: a close pair counts at its lighter word's weight, since a
     misspelt common word is rare only because it is misspelt."""
-    where = {word: at for at, word in enumerate(b.words)}
+    where = b.where
     shared = shed_a = shed_b = 0.0
     taken: set[int] = set()
     left: list[int] = []
@@ -278,9 +280,12 @@ def words_level(a: TextFeatures, b: TextFeatures) -> tuple[int, float]:
         return 4, jaccard
     if contained >= 0.9:
         return 3, jaccard
-    if jaccard >= 0.4 or jaccard_sorted(a.grams, b.grams) >= 0.6:
+    if jaccard >= 0.4:
         return 2, jaccard
-    if jaccard >= 0.2 or jaccard_sorted(a.grams, b.grams) >= 0.4:
+    grams = jaccard_sorted(a.grams, b.grams)
+    if grams >= 0.6:
+        return 2, jaccard
+    if jaccard >= 0.2 or grams >= 0.4:
         return 1, jaccard
     return 0, jaccard
 

@@ -52,7 +52,7 @@ __all__ = ["FIT_CANDIDATES", "RANDOM_PAIRS", "candidate_pairs", "count_terms", "
 #: random pairs whose levels give u
 RANDOM_PAIRS = 40_000
 #: candidates an item brings to the fit, at most
-FIT_CANDIDATES = 50
+FIT_CANDIDATES = 10
 #: postings per key within the sample, as the index caps them
 _CAP = 1000
 #: the prior's weight in m, in pairs

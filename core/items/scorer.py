@@ -108,6 +108,14 @@ class Scorer:
             )
         ]
         self._least_weight = schema.least_weight
+        # verify's order, the most telling first, each with the most the later ones can add
+        most = [self._most_for(at) for at in range(len(self.comparisons))]
+        order = sorted(range(len(most)), key=lambda at: (-most[at], at))
+        self._bounded = [(at, sum(most[k] for k in order[i + 1 :])) for i, at in enumerate(order)]
+        # the weight (log2 odds) the threshold asks, a little under it (rounding; a
+        # probability of 1 is reached at a finite weight, 60 at most)
+        odds = self.threshold / (1.0 - self.threshold) if self.threshold < 1.0 else math.inf
+        self._needed = min(math.log2(odds), 39.0) - 1e-3
 
     def features(self, values: Sequence[FieldValue | None]) -> ItemFeatures:
         fields: list[Features | None] = []
@@ -123,46 +131,46 @@ class Scorer:
     def compare(self, a: ItemFeatures, b: ItemFeatures) -> tuple[list[int], dict[str, float]]:
         """Each comparison's level (``MISSING`` where it cannot be made), and each field's
         similarity in [0, 1] (fields missing in either item left out)."""
-        levels: list[int] = []
         scores: dict[str, float] = {}
-        for comparison in self.comparisons:
-            index = comparison.field
-            if index < 0:
-                levels.append(codes_level(a.codes, b.codes, self.common_codes))
-                continue
-            left, right = a.fields[index], b.fields[index]
-            if left is None or right is None:
-                levels.append(MISSING)
-                continue
-            kind = comparison.kind
-            name = self.schema.fields[index].name
-            if kind == "words":
-                assert isinstance(left, TextFeatures) and isinstance(right, TextFeatures)
-                level, scores[name] = words_level(left, right)
-            elif kind == "numbers":
-                assert isinstance(left, TextFeatures) and isinstance(right, TextFeatures)
-                level = numbers_level(left, right)
-            elif kind == "category":
-                assert isinstance(left, CategoryFeatures) and isinstance(right, CategoryFeatures)
-                level, scores[name] = category_level(left, right)
-            elif kind == "identifier":
-                assert isinstance(left, IdentifierFeatures)
-                assert isinstance(right, IdentifierFeatures)
-                level = identifier_level(left, right)
-                scores[name] = level / 2.0
-            elif kind == "geo":
-                assert isinstance(left, GeoValue) and isinstance(right, GeoValue)
-                level, distance = geo_level(left, right, self._radius[index])
-                scores[name] = self._radius[index] / (self._radius[index] + distance)
-            elif kind == "number":
-                assert isinstance(left, NumberValue) and isinstance(right, NumberValue)
-                level = number_level(left, right)
-                scores[name] = level / 3.0
-            else:
-                assert isinstance(left, LongTextValue) and isinstance(right, LongTextValue)
-                level, scores[name] = longtext_level(left, right, SKETCH_SIZE)
-            levels.append(level)
+        levels = [self._level(at, a, b, scores) for at in range(len(self.comparisons))]
         return levels, scores
+
+    def _level(self, at: int, a: ItemFeatures, b: ItemFeatures, scores: dict[str, float]) -> int:
+        """Comparison ``at``'s level for the pair; its field's similarity into ``scores``."""
+        comparison = self.comparisons[at]
+        index = comparison.field
+        if index < 0:
+            return codes_level(a.codes, b.codes, self.common_codes)
+        left, right = a.fields[index], b.fields[index]
+        if left is None or right is None:
+            return MISSING
+        kind = comparison.kind
+        name = self.schema.fields[index].name
+        if kind == "words":
+            assert isinstance(left, TextFeatures) and isinstance(right, TextFeatures)
+            level, scores[name] = words_level(left, right)
+        elif kind == "numbers":
+            assert isinstance(left, TextFeatures) and isinstance(right, TextFeatures)
+            level = numbers_level(left, right)
+        elif kind == "category":
+            assert isinstance(left, CategoryFeatures) and isinstance(right, CategoryFeatures)
+            level, scores[name] = category_level(left, right)
+        elif kind == "identifier":
+            assert isinstance(left, IdentifierFeatures) and isinstance(right, IdentifierFeatures)
+            level = identifier_level(left, right)
+            scores[name] = level / 2.0
+        elif kind == "geo":
+            assert isinstance(left, GeoValue) and isinstance(right, GeoValue)
+            level, distance = geo_level(left, right, self._radius[index])
+            scores[name] = self._radius[index] / (self._radius[index] + distance)
+        elif kind == "number":
+            assert isinstance(left, NumberValue) and isinstance(right, NumberValue)
+            level = number_level(left, right)
+            scores[name] = level / 3.0
+        else:
+            assert isinstance(left, LongTextValue) and isinstance(right, LongTextValue)
+            level, scores[name] = longtext_level(left, right, SKETCH_SIZE)
+        return level
 
     def exact_value(self, comparison: int, features: ItemFeatures) -> int | None:
         """The hash of the value an exact agreement of this comparison agrees on."""
@@ -175,19 +183,7 @@ class Scorer:
     def evidence(self, levels: Sequence[int], a: ItemFeatures) -> list[float]:
         """Per comparison, log2(m / u) at the pair's level (0 where MISSING); an exact
         agreement is weighed by its value's own frequency (``a``: either item)."""
-        found = []
-        for at, level in enumerate(levels):
-            if level == MISSING:
-                found.append(0.0)
-                continue
-            log_u = self._log_u[at][level]
-            if level == len(self._log_m[at]) - 1 and self._values[at]:
-                value = self.exact_value(at, a)
-                if value is not None:
-                    # chance agreement on this value: its own share, not the mean's
-                    share = max(_LEAST_COUNT, self._values[at].get(value, 0))
-                    log_u = math.log2(share / self._value_totals[at])
-            found.append(self._log_m[at][level] - log_u)
+        found = [self._evidence_at(at, level, a) for at, level in enumerate(levels)]
         agreeing = [at for at in self._place if found[at] > 0.0]
         if len(agreeing) > 1:
             # an address and a location say where an item is, once: every business in a
@@ -198,23 +194,68 @@ class Scorer:
                     found[at] *= PLACE_SHARE
         return found
 
+    def _evidence_at(self, at: int, level: int, a: ItemFeatures) -> float:
+        if level == MISSING:
+            return 0.0
+        log_u = self._log_u[at][level]
+        if level == len(self._log_m[at]) - 1 and self._values[at]:
+            value = self.exact_value(at, a)
+            if value is not None:
+                # chance agreement on this value: its own share, not the mean's
+                share = max(_LEAST_COUNT, self._values[at].get(value, 0))
+                log_u = math.log2(share / self._value_totals[at])
+        return self._log_m[at][level] - log_u
+
+    def _most_for(self, at: int) -> float:
+        """The most comparison ``at`` can add to a pair's weight (scaled; 0 if never
+        positive): its best level's evidence, at the rarest value for an exact agreement."""
+        most = max(m - u for m, u in zip(self._log_m[at], self._log_u[at], strict=True))
+        if self._values[at]:
+            rarest = math.log2(_LEAST_COUNT / self._value_totals[at])
+            most = max(most, self._log_m[at][-1] - rarest)
+        scale = self.model.scales[at][0] if self.model.scales else 1.0
+        return max(0.0, most * scale)
+
     def weight(self, levels: Sequence[int], a: ItemFeatures) -> float:
         """The match weight (log2 odds) of a pair at ``levels``: the prior odds plus each
         comparison's evidence, scaled as the model learned (``fit.py``: evidence that
         near misses share counts for less)."""
         total = self.model.prior
-        scales = self.model.scales
         for at, evidence in enumerate(self.evidence(levels, a)):
-            if scales:
-                total += evidence * (scales[at][0] if evidence > 0 else scales[at][1])
-            else:
-                total += evidence
+            total += self._scaled(at, evidence)
         return total
+
+    def _scaled(self, at: int, evidence: float) -> float:
+        scales = self.model.scales
+        if not scales:
+            return evidence
+        return evidence * (scales[at][0] if evidence > 0 else scales[at][1])
 
     def score(self, a: ItemFeatures, b: ItemFeatures) -> ItemMatch:
         """The pair's match probability, its fields' similarities, and the verdict (at the
         threshold or above, and with fields in common weighing ``min_weight`` or more)."""
         levels, scores = self.compare(a, b)
+        return self._verdict(levels, scores, a, b)
+
+    def verify(self, a: ItemFeatures, b: ItemFeatures) -> ItemMatch | None:
+        """``score``, for a pair that can reach the threshold; None as soon as the
+        comparisons made, with the most the others could add, fall short of it. The
+        comparisons go most telling first (a candidate that shares a postcode and no name
+        stops after the name), and the bound is exact (the place share only lowers
+        evidence), so the verdicts are ``score``'s."""
+        levels = [MISSING] * len(self.comparisons)
+        scores: dict[str, float] = {}
+        total = self.model.prior
+        for at, rest in self._bounded:
+            level = levels[at] = self._level(at, a, b, scores)
+            total += self._scaled(at, self._evidence_at(at, level, a))
+            if total + rest < self._needed:
+                return None
+        return self._verdict(levels, scores, a, b)
+
+    def _verdict(
+        self, levels: Sequence[int], scores: dict[str, float], a: ItemFeatures, b: ItemFeatures
+    ) -> ItemMatch:
         weight = self.weight(levels, a)
         probability = 1.0 / (1.0 + math.exp2(-max(-60.0, min(60.0, weight))))
         matched = probability >= self.threshold - 1e-12

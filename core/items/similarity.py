@@ -11,7 +11,7 @@ What a pair's comparisons add up to is the model's (``model.py``, ``scorer.py``)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 __all__ = ["ItemMatch", "jaccard_sorted", "sketch_resemblance"]
@@ -28,11 +28,11 @@ class ItemMatch:
     matched: bool
 
 
-def jaccard_sorted(a: Sequence[int], b: Sequence[int]) -> float:
-    """|A ∩ B| / |A ∪ B| of two sequences of distinct values (0 when either is empty)."""
+def jaccard_sorted(a: Collection[int], b: Collection[int]) -> float:
+    """|A ∩ B| / |A ∪ B| of two collections of distinct values (0 when either is empty)."""
     if not a or not b:
         return 0.0
-    shared = len(set(a).intersection(b))
+    shared = len((a if isinstance(a, frozenset) else set(a)).intersection(b))
     return shared / (len(a) + len(b) - shared)
 
 
