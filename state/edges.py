@@ -27,9 +27,12 @@ class MatchEdges:
 
     def add(self, first: int, second: int, score: float) -> None:
         value = _SCORE.pack(score)
+        # the score as the store keeps it (32 bits): an edge read back after the commit
+        # must weigh what it weighed in its batch, or ties between edges cut otherwise
+        kept = _SCORE.unpack(value)[0]
         for a, b in ((first, second), (second, first)):
             self._tx.put("edges", _EDGE.pack(a, b), value)
-            self._pending.setdefault(a, {})[b] = score
+            self._pending.setdefault(a, {})[b] = kept
 
     def remove_all(self, doc_id: int) -> list[int]:
         """Remove every edge of ``doc_id``; its neighbours before."""

@@ -12,13 +12,14 @@ object there (as dataclasses they were a tenth of the union stage's time).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import IO, Any, Literal, get_args
 
 import msgspec
 import xxhash
 
 __all__ = [
+    "ITEM_EVENT_COUNTER",
     "METHODS",
     "SCHEMA_VERSION",
     "ClusterMerged",
@@ -33,6 +34,7 @@ __all__ = [
     "Method",
     "encode_event",
     "format_id",
+    "numbered",
     "write_events",
 ]
 
@@ -62,14 +64,43 @@ def encode_event(event: Event) -> bytes:
     return _JSON.encode(event.to_json())
 
 
+def numbered(events: Sequence[Event], first: int) -> tuple[Event, ...]:
+    """Item mode's events, each given its place among the state's item events, counted
+    from ``first`` (the caller keeps the count in the batch's transaction, so a batch done
+    again after a crash numbers its events as the first try did). Their ids then tell a
+    repeat from a new event that says the same as an earlier one."""
+    return tuple(
+        msgspec.structs.replace(event, seq=first + at)
+        if isinstance(event, (ItemDuplicate, ClusterMerged, ClusterSplit, ItemUpdated, ItemRemoved))
+        else event
+        for at, event in enumerate(events)
+    )
+
+
 def write_events(out: IO[str], events: Iterable[Event]) -> None:
     """Events as lines of JSON (an events file)."""
     for event in events:
         out.write(encode_event(event).decode() + "\n")
 
 
+#: the counter of item events told so far (their ``seq``)
+ITEM_EVENT_COUNTER = "item_events"
+
+
 def _event_id(*parts: object) -> str:
     return format_id(xxhash.xxh3_64_intdigest("\x1f".join(map(str, parts)).encode()))
+
+
+def _with_content_id(kind: str, body: dict[str, Any], seq: int) -> dict[str, Any]:
+    """An event whose id is a hash of all it says and of its place among the state's item
+    events (``seq``, -1 for pages): a replay says the same at the same place and gets the
+    same id, while a cluster cut again as it was cut before, or an item matching again
+    after a change, is a new event (an id of the documents alone made consumers drop such
+    an event as a repeat)."""
+    made = {"schema": SCHEMA_VERSION, "type": kind, "id": ""}
+    made["id"] = _event_id(kind, seq, _JSON.encode(body).decode())
+    made.update(body)
+    return made
 
 
 class DocRef(msgspec.Struct, frozen=True, gc=False):
@@ -126,24 +157,26 @@ class ItemDuplicate(msgspec.Struct, frozen=True, gc=False):
     fields: dict[str, float]
     cluster: int
     cluster_size: int
+    seq: int = -1  # its place among the state's item events (``numbered``)
 
     @property
     def method(self) -> Method:
         return "item"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_VERSION,
-            "type": "duplicate",
-            "id": _event_id("duplicate", self.doc.doc_id),
-            "doc": self.doc.to_json(),
-            "match": self.match.to_json(),
-            "method": "item",
-            "score": round(self.score, 4),
-            "fields": {name: round(value, 4) for name, value in self.fields.items()},
-            "cluster": format_id(self.cluster),
-            "cluster_size": self.cluster_size,
-        }
+        return _with_content_id(
+            "duplicate",
+            {
+                "doc": self.doc.to_json(),
+                "match": self.match.to_json(),
+                "method": "item",
+                "score": round(self.score, 4),
+                "fields": {name: round(value, 4) for name, value in self.fields.items()},
+                "cluster": format_id(self.cluster),
+                "cluster_size": self.cluster_size,
+            },
+            self.seq,
+        )
 
 
 class ClusterMerged(msgspec.Struct, frozen=True, gc=False):
@@ -159,19 +192,22 @@ class ClusterMerged(msgspec.Struct, frozen=True, gc=False):
     doc: DocRef
     cluster_root: DocRef
     retired_root: DocRef
+    seq: int = -1  # item mode: its place among the state's item events (``numbered``)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_VERSION,
-            "type": "cluster_merged",
-            "id": _event_id("cluster_merged", self.cluster, self.retired),
-            "cluster": format_id(self.cluster),
-            "retired": format_id(self.retired),
-            "size": self.size,
-            "doc": self.doc.to_json(),
-            "cluster_root": self.cluster_root.to_json(),
-            "retired_root": self.retired_root.to_json(),
-        }
+        # after a split, a cluster may retire the same one again: a new event (content id)
+        return _with_content_id(
+            "cluster_merged",
+            {
+                "cluster": format_id(self.cluster),
+                "retired": format_id(self.retired),
+                "size": self.size,
+                "doc": self.doc.to_json(),
+                "cluster_root": self.cluster_root.to_json(),
+                "retired_root": self.retired_root.to_json(),
+            },
+            self.seq,
+        )
 
 
 class Contained(msgspec.Struct, frozen=True, gc=False):
@@ -208,22 +244,24 @@ class ClusterSplit(msgspec.Struct, frozen=True, gc=False):
 
     cluster: int
     parts: tuple[tuple[int, tuple[DocRef, ...], int], ...]
+    seq: int = -1  # item mode: its place among the state's item events (``numbered``)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_VERSION,
-            "type": "cluster_split",
-            "id": _event_id("cluster_split", self.cluster, *(p[0] for p in self.parts)),
-            "cluster": format_id(self.cluster),
-            "parts": [
-                {
-                    "cluster": format_id(root),
-                    "size": size,
-                    "members": [member.to_json() for member in members],
-                }
-                for root, members, size in self.parts
-            ],
-        }
+        return _with_content_id(
+            "cluster_split",
+            {
+                "cluster": format_id(self.cluster),
+                "parts": [
+                    {
+                        "cluster": format_id(root),
+                        "size": size,
+                        "members": [member.to_json() for member in members],
+                    }
+                    for root, members, size in self.parts
+                ],
+            },
+            self.seq,
+        )
 
 
 class ItemUpdated(msgspec.Struct, frozen=True, gc=False):
@@ -233,16 +271,18 @@ class ItemUpdated(msgspec.Struct, frozen=True, gc=False):
     doc: DocRef
     cluster: int
     cluster_size: int
+    seq: int = -1  # its place among the state's item events (``numbered``)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_VERSION,
-            "type": "item_updated",
-            "id": _event_id("item_updated", self.doc.doc_id, self.cluster, self.cluster_size),
-            "doc": self.doc.to_json(),
-            "cluster": format_id(self.cluster),
-            "cluster_size": self.cluster_size,
-        }
+        return _with_content_id(
+            "item_updated",
+            {
+                "doc": self.doc.to_json(),
+                "cluster": format_id(self.cluster),
+                "cluster_size": self.cluster_size,
+            },
+            self.seq,
+        )
 
 
 class ItemRemoved(msgspec.Struct, frozen=True, gc=False):
@@ -250,15 +290,14 @@ class ItemRemoved(msgspec.Struct, frozen=True, gc=False):
 
     doc: DocRef
     cluster: int
+    seq: int = -1  # its place among the state's item events (``numbered``)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_VERSION,
-            "type": "item_removed",
-            "id": _event_id("item_removed", self.doc.doc_id, self.cluster),
-            "doc": self.doc.to_json(),
-            "cluster": format_id(self.cluster),
-        }
+        return _with_content_id(
+            "item_removed",
+            {"doc": self.doc.to_json(), "cluster": format_id(self.cluster)},
+            self.seq,
+        )
 
 
 Event = (

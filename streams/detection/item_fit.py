@@ -30,7 +30,7 @@ from neardup.state import State, StateView
 from neardup.state.items import item_doc_id
 
 from .events import ClusterMerged, Event
-from .items import ItemScoring, _Batch
+from .items import ItemScoring, _Batch, number_events
 from .result import BatchResult, Stage
 
 __all__ = [
@@ -123,7 +123,7 @@ def refit(
     merges = sum(1 for event in events if isinstance(event, ClusterMerged))
     timing: dict[Stage, float] = {"verify": time.perf_counter() - started}
     result = BatchResult(
-        events=tuple(events),
+        events=number_events(view, events),
         merges=merges,
         splits=len(events) - merges,
         candidates=candidates,

@@ -41,6 +41,7 @@ from neardup.state import FingerprintKind, FingerprintTable, State, StateView, f
 from neardup.state.items import item_doc_id, stored_model
 
 from .events import (
+    ITEM_EVENT_COUNTER,
     METHODS,
     ClusterMerged,
     ClusterSplit,
@@ -49,6 +50,7 @@ from .events import (
     ItemDuplicate,
     ItemRemoved,
     ItemUpdated,
+    numbered,
 )
 from .regroup import IDENTICAL, Regrouper
 from .result import BatchResult, Stage
@@ -59,6 +61,7 @@ __all__ = [
     "ItemDetector",
     "ItemScoring",
     "item_keys",
+    "number_events",
     "similar_items",
 ]
 
@@ -264,6 +267,7 @@ class _Batch:
             view.clusters.add_singles([doc_id])
             self.documents += 1
         else:  # a new version: its old matches are checked again, as a new item's are
+            self._hand_over(doc_id, old)
             touched.update(view.edges.remove_all(doc_id))
             touched.update(view.clusters.members_of(view.clusters.find(doc_id))[0])
             self.updated += 1
@@ -359,6 +363,8 @@ class _Batch:
             if updated:
                 self.events.append(ItemUpdated(me, root, len(members)))
             joined = [found for found in matches if found[0] in members]
+            if not joined and len(members) > 1:
+                joined = self._held_by(doc_id, item, members)
             if joined:
                 best, other, match = joined[0]
                 self.events.append(
@@ -372,6 +378,25 @@ class _Batch:
                     )
                 )
         self.tell_merges(after, old_roots, new, first)
+
+    def _held_by(
+        self, doc_id: int, item: PreparedItem, members: set[int]
+    ) -> list[tuple[int, PreparedItem, ItemMatch]]:
+        """What holds an item in its cluster when none of the matches it arrived with is
+        there any more (the item it copied changed later in the batch): its best edge into
+        the cluster, for its ``duplicate`` event."""
+        near = self.view.edges.neighbours(doc_id)
+        inside = sorted((-score, other) for other, score in near.items() if other in members)
+        for _, other in inside:
+            held = self._item(other)
+            if held is None:
+                continue
+            if near[other] == IDENTICAL:
+                return [(other, held, ItemMatch(1.0, {}, True))]
+            scorer = self.scoring.scorer
+            mine, theirs = self._ready(doc_id, item), self._ready(other, held)
+            return [(other, held, scorer.score(mine, theirs))]
+        return []
 
     def tell_merges(
         self,
@@ -403,21 +428,8 @@ class _Batch:
         view = self.view
         root = view.clusters.find(doc_id)
         members = view.clusters.members_of(root)[0]
-        near = view.edges.neighbours(doc_id)
-        copies = sorted(other for other, score in near.items() if score == IDENTICAL)
+        self._hand_over(doc_id, old)
         view.edges.remove_all(doc_id)
-        if copies:
-            # the first copy holds the values now: the copies' edges, matches and keys
-            holder = copies[0]
-            for other in copies[1:]:
-                view.edges.add(holder, other, IDENTICAL)
-            for other, score in near.items():
-                if score != IDENTICAL:
-                    view.edges.add(holder, other, score)
-            fingerprint = values_fingerprint(old)
-            self._holders[fingerprint] = holder
-            view.fingerprints.register(_print_key(fingerprint), holder)
-            self._post_keys(item_keys(self.scoring.blocker.keys(old.values)[0]), holder)
         view.items.delete(doc_id)
         self._items[doc_id] = None
         self._features.pop(doc_id, None)
@@ -425,6 +437,26 @@ class _Batch:
         self.removed += 1
         self.events.append(ItemRemoved(DocRef(doc_id, old.id, ""), root))
         self.regroup(set(members), gone=doc_id)
+
+    def _hand_over(self, doc_id: int, old: PreparedItem) -> None:
+        """An item leaving its values (removed, or changed): when it held them for copies,
+        the first copy holds them now, with the copies' edges, its matches and its keys
+        (the copies would otherwise hang on an item that no longer has their values)."""
+        view = self.view
+        near = view.edges.neighbours(doc_id)
+        copies = sorted(other for other, score in near.items() if score == IDENTICAL)
+        fingerprint = values_fingerprint(old)
+        if not copies or self._holders.get(fingerprint, doc_id) != doc_id:
+            return
+        holder = copies[0]
+        for other in copies[1:]:
+            view.edges.add(holder, other, IDENTICAL)
+        for other, score in near.items():
+            if score != IDENTICAL:
+                view.edges.add(holder, other, score)
+        self._holders[fingerprint] = holder
+        view.fingerprints.register(_print_key(fingerprint), holder)
+        self._post_keys(item_keys(self.scoring.blocker.keys(old.values)[0]), holder)
 
     def _verified(
         self, doc_id: int, item: PreparedItem, candidates: list[int]
@@ -440,8 +472,8 @@ class _Batch:
             if other is None or not self.scoring.may_link(item, other):
                 continue
             self.pairs += 1
-            match = scorer.score(mine, self._ready(candidate, other))
-            if match.matched:
+            match = scorer.verify(mine, self._ready(candidate, other))
+            if match is not None and match.matched:
                 found.append((candidate, other, match))
                 if dense and len(found) >= ENOUGH:
                     break
@@ -453,10 +485,11 @@ class _Batch:
         return DocRef(doc_id, found.url if found else "", "")
 
     def result(self, seconds: float) -> BatchResult:
+        """What the batch did, its events numbered in the view (``number_events``)."""
         kinds = Counter(map(type, self.events))
         timing: dict[Stage, float] = {"verify": seconds}
         return BatchResult(
-            events=tuple(self.events),
+            events=number_events(self.view, self.events),
             documents=self.documents,
             repeats=self.repeats,
             duplicates_by_method={
@@ -481,6 +514,14 @@ class _Batch:
                 "item_copies": self.copies,
             }
         )
+
+
+def number_events(view: StateView, events: Sequence[Event]) -> tuple[Event, ...]:
+    """``events`` numbered after the state's item events so far (``events.numbered``), the
+    count kept in the view's transaction."""
+    first = view.counters.get(ITEM_EVENT_COUNTER)
+    view.counters.add(ITEM_EVENT_COUNTER, len(events))
+    return numbered(events, first)
 
 
 def _retired(group: Sequence[int], root: int, old_roots: dict[int, int], new: set[int]) -> set[int]:

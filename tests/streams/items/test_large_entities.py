@@ -45,34 +45,48 @@ def _clusters(
         return partition(state), stored
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open defect: under one stored model, equal and near-equal records of one entity "
-    "end in two clusters whose members depend on the order (thinning keeps order-dependent "
-    "edges); see bench/items/README.md",
-)
-@settings(max_examples=4, deadline=None, derandomize=True, phases=[Phase.generate])
-@given(
+_EXAMPLES = settings(max_examples=4, deadline=None, derandomize=True, phases=[Phase.generate])
+_ENTITIES = given(
     equal=st.integers(min_value=0, max_value=150),
     near=st.integers(min_value=0, max_value=150),
     seed=st.integers(min_value=0, max_value=2**16),
     batch_size=st.sampled_from([7, 64, 500]),
 )
-def test_a_large_entity_is_one_cluster_in_any_order(
+
+
+def _records(equal: int, near: int, seed: int) -> tuple[list[dict[str, Any]], set[str]]:
+    """An entity of equal and near-equal records among 200 listings, shuffled; its ids."""
+    entity = equal_records(equal) + near_equal_records(near, seed)
+    records = entity + [listing.record for listing in listings.generate(200, seed)]
+    random.Random(seed).shuffle(records)
+    return records, {str(record["id"]) for record in entity}
+
+
+@_EXAMPLES
+@_ENTITIES
+def test_a_large_entity_ends_the_same_in_any_order(
     tmp_path_factory: Any, equal: int, near: int, seed: int, batch_size: int
 ) -> None:
-    entity = equal_records(equal) + near_equal_records(near, seed)
-    others = [listing.record for listing in listings.generate(200, seed)]
-    records = entity + others
-    random.Random(seed).shuffle(records)
-    reordered = records[::-1]
-    # the final clusters depend on the stored model, not on the order (the model fitted on
-    # another order's first items may differ, as any sample would)
+    """The final clusters depend on the stored model, not on the order (the model fitted on
+    another order's first items may differ, as any sample would)."""
+    records, _ = _records(equal, near, seed)
     first, model = _clusters(tmp_path_factory.mktemp("run"), records, batch_size, None)
-    second, _ = _clusters(tmp_path_factory.mktemp("run"), reordered, batch_size, model)
-    found = [first, second]
-    assert found[0] == found[1]
-    ids = {str(record["id"]) for record in entity}
+    second, _ = _clusters(tmp_path_factory.mktemp("run"), records[::-1], batch_size, model)
+    assert first == second
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open defect: a near-equal entity that fills much of the fit's sample gets a model "
+    "under which most of its pairs score under the threshold (150 near-equal records: 450 of "
+    "11,175 pairs match), so it ends in pieces; see bench/items/README.md",
+)
+@_EXAMPLES
+@_ENTITIES
+def test_a_large_entity_is_one_cluster(
+    tmp_path_factory: Any, equal: int, near: int, seed: int, batch_size: int
+) -> None:
+    records, ids = _records(equal, near, seed)
+    found, _ = _clusters(tmp_path_factory.mktemp("run"), records, batch_size, None)
     if len(ids) > 1:
-        holding = [cluster for cluster in found[0] if cluster & ids]
-        assert holding == [frozenset(ids)]
+        assert [cluster for cluster in found if cluster & ids] == [frozenset(ids)]

@@ -10,9 +10,12 @@ import random
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from neardup.core.items.schema import ItemSchema
 from neardup.state import State
 from neardup.state.items import check_or_store_schema
+from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.running.embedded import run
 
 from tests.helpers import item_model_where, partition, store_item_model
@@ -38,7 +41,7 @@ HUB = _item("hub", "a", "b", "c")
 
 
 def _run(
-    tmp_path: Path, name: str, records: list[dict[str, Any]]
+    tmp_path: Path, name: str, records: list[dict[str, Any]], batch_size: int = 5
 ) -> tuple[set[frozenset[str]], list[dict[str, Any]]]:
     inputs = tmp_path / f"{name}.jsonl"
     inputs.write_text("".join(json.dumps(record) + "\n" for record in records))
@@ -46,7 +49,7 @@ def _run(
     with State.open(tmp_path / name) as state:
         check_or_store_schema(state.store, SCHEMA)
         store_item_model(state, MODEL)
-        run(state, [str(inputs)], events=events, items=SCHEMA, batch_size=5)
+        run(state, [str(inputs)], events=events, items=SCHEMA, batch_size=batch_size)
         return partition(state), [json.loads(line) for line in events.getvalue().splitlines()]
 
 
@@ -119,3 +122,37 @@ def test_a_tombstone_of_a_bridge_cuts_its_cluster_in_two(tmp_path: Path) -> None
     found, _ = _run(tmp_path, "bridge", [*records, {"id": "x2", "deleted": True}])
     assert found == set()
     assert _run(tmp_path, "whole", records)[0] == {frozenset({"x1", "x2", "x3"})}
+
+
+#: the hub, its three clusters, an item of one cluster that changes to another's values,
+#: and a tombstone: the Kafka test's stream, whose order a worker's partitions change
+_CHANGING = [
+    *_clusters_of(),
+    HUB,
+    _item("a2", "b", "b", "b"),
+    {"id": "c1", "deleted": True},
+]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(order=st.randoms(use_true_random=False), batch_size=st.sampled_from([1, 4, 32]))
+def test_changes_end_the_same_and_the_events_tell_it_in_any_interleaving(
+    tmp_path_factory: Any, order: random.Random, batch_size: int
+) -> None:
+    """Any interleaving that keeps each item's own records in order (as partitions keyed by
+    id do), any batch size: the clusters are the file order's, and the events, followed
+    alone, tell those clusters (a copy's original changing in the same batch, a cluster cut
+    the same way twice, a score read back from the store were each a way to differ)."""
+    queues: dict[str, list[dict[str, Any]]] = {}
+    for record in _CHANGING:
+        queues.setdefault(str(record["id"]), []).append(record)
+    records = []
+    while queues:
+        key = order.choice(sorted(queues))
+        records.append(queues[key].pop(0))
+        if not queues[key]:
+            del queues[key]
+    expected, _ = _run(tmp_path_factory.mktemp("file"), "run", _CHANGING)
+    found, events = _run(tmp_path_factory.mktemp("any"), "run", records, batch_size)
+    assert found == expected
+    assert {frozenset(c["members"]) for c in clusters_from_events(events)} == found

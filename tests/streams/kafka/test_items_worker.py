@@ -82,11 +82,6 @@ def test_a_worker_with_a_schema_finds_the_embedded_run_s_item_clusters(
         deployment.stop()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect, flaky: the hub's cut can depend on where batches end (the worker's "
-    "batches are not the embedded run's), leaving a1, a3, a4 apart; see docs/limitations.md",
-)
 def test_splits_updates_and_tombstones_on_kafka_give_the_embedded_clusters(
     broker: str, tmp_path: Path
 ) -> None:
