@@ -29,6 +29,8 @@ T = TypeVar("T")
 PARTITIONS = 4
 #: how long a run may take to reach the expected clusters, the workers' start included
 SETTLE_SECONDS = 90.0
+#: how long the clusters may stand still, once there are some, before a wait gives up
+QUIET_SECONDS = 40.0
 
 
 class Deployment:
@@ -43,11 +45,14 @@ class Deployment:
         self.events = f"{self.app_id}.events"
         self.dead_letters = f"{self.app_id}.dead-letter"
         self.workers: list[subprocess.Popen[bytes]] = []
+        self._logs: dict[int, tuple[Path, int]] = {}  # a worker's log, where its part starts
 
     def start_worker(self, name: str, *extra: str) -> subprocess.Popen[bytes]:
         """A `neardup worker` process with its own state directory (``extra``: more options)."""
         state = self.root / name
-        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (closed with the process)
+        path = self.root / f"{name}.log"
+        log = open(path, "ab")  # noqa: SIM115 (closed with the process)
+        start = log.tell()
         process = subprocess.Popen(
             tied_command(
                 [
@@ -84,6 +89,7 @@ class Deployment:
         )
         log.close()
         self.workers.append(process)
+        self._logs[process.pid] = (path, start)
         return process
 
     def publish(self, lines: list[bytes]) -> None:
@@ -133,12 +139,20 @@ class Deployment:
         return {frozenset(line["members"]) for line in clusters_from_events(events)}  # type: ignore[arg-type]
 
     def wait_for(self, expected: set[frozenset[str]]) -> set[frozenset[str]]:
+        """The clusters the events tell, once they are ``expected``, or once they have
+        stood still for ``QUIET_SECONDS`` (a run that ends elsewhere fails without waiting
+        out ``SETTLE_SECONDS``), or at ``SETTLE_SECONDS``."""
         deadline = time.monotonic() + SETTLE_SECONDS
         found: set[frozenset[str]] = set()
+        since = time.monotonic()
         while time.monotonic() < deadline:
             self.check_alive()
-            found = self.clusters()
-            if found == expected:
+            now = self.clusters()
+            if now == expected:
+                return now
+            if now != found:
+                found, since = now, time.monotonic()
+            elif found and time.monotonic() - since > QUIET_SECONDS:
                 return found
             time.sleep(2)
         return found
@@ -157,8 +171,18 @@ class Deployment:
     def check_alive(self) -> None:
         for process in self.workers:
             if process.poll() is not None and process.returncode not in (0, -signal.SIGKILL):
-                logs = "\n".join(p.read_text()[-3000:] for p in self.root.glob("*.log"))
-                raise AssertionError(f"a worker exited with {process.returncode}:\n{logs}")
+                raise AssertionError(
+                    f"a worker exited with {process.returncode}:\n{self._failure(process)}"
+                )
+
+    def _failure(self, process: subprocess.Popen[bytes]) -> str:
+        """The first traceback in the failed worker's log (the cause; later ones are the
+        shutdown's), and the log's end."""
+        path, offset = self._logs[process.pid]
+        log = path.read_bytes()[offset:].decode(errors="replace")
+        start = log.find("Traceback (most recent call last)")
+        cause = log[start : start + 6000] if start >= 0 else ""
+        return f"{cause}\n[...]\n{log[-3000:]}"
 
     def stop(self) -> None:
         for process in self.workers:
