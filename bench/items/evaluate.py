@@ -151,9 +151,13 @@ def evaluate(
     index: dict[int, list[int]] = defaultdict(list)
     edges: list[tuple[int, int, float]] = []
     candidates = 0
+    verified_true = 0
     for at, item in enumerate(items):
-        met = {other for key in keys[at][1] for other in index.get(key, ())}
+        shared = Counter(other for key in keys[at][1] for other in index.get(key, ()))
+        least = min(model.least_shared, max(shared.values(), default=0))
+        met = {other for other, count in shared.items() if count >= least}
         candidates += len(met)
+        verified_true += sum(1 for other in met if truth[other] == truth[at])
         for other in sorted(met):
             if schema.link == "across" and items[other].source == item.source:
                 continue
@@ -177,6 +181,8 @@ def evaluate(
         "keys_per_item": sum(len(k[0]) for k in keys) / max(1, len(items)),
         "candidates_per_item": candidates / max(1, len(items)),
         "candidate_recall": _candidate_recall(keys, truth),
+        "verified_recall": verified_true / max(1, _true_pairs(truth)),
+        "least_shared": model.least_shared,
         "edges": len(edges),
         "largest_cluster": max(sizes.values(), default=0),
         "largest_true_cluster": max(Counter(truth).values(), default=0),
@@ -187,6 +193,10 @@ def evaluate(
             "detect": round(detected - fitted, 2),
         },
     }
+
+
+def _true_pairs(truth: Sequence[str]) -> int:
+    return sum(comb(count, 2) for count in Counter(truth).values())
 
 
 def _candidate_recall(keys: Sequence[tuple[list[int], list[int]]], truth: Sequence[str]) -> float:

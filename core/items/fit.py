@@ -31,6 +31,7 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import msgspec
@@ -47,12 +48,27 @@ from .schema import ItemSchema
 from .scorer import ItemFeatures, Scorer
 from .values import CategoryValue, IdentifierValue, TextValue
 
-__all__ = ["FIT_CANDIDATES", "RANDOM_PAIRS", "candidate_pairs", "count_terms", "fit"]
+__all__ = [
+    "FIT_CANDIDATES",
+    "MISSED",
+    "RANDOM_PAIRS",
+    "SAMPLED",
+    "KeyedPairs",
+    "candidate_pairs",
+    "count_terms",
+    "fit",
+    "keyed_pairs",
+    "least_shared",
+]
 
 #: random pairs whose levels give u
 RANDOM_PAIRS = 40_000
-#: candidates an item brings to the fit, at most
+#: candidates an item brings to the fit, at most (those sharing most keys)
 FIT_CANDIDATES = 10
+#: of an item's other candidates, those drawn to tell how many keys matches share
+SAMPLED = 3
+#: the share of the matches the candidates sharing fewer than ``least_shared`` keys may hold
+MISSED = 0.005
 #: postings per key within the sample, as the index caps them
 _CAP = 1000
 #: the prior's weight in m, in pairs
@@ -102,30 +118,82 @@ def count_terms(
 _EXACT_KINDS = frozenset({"words", "category", "identifier"})
 
 
+@dataclass(slots=True)
+class KeyedPairs:
+    """The fit's candidate pairs (by position), each once: of an item's earlier candidates,
+    the ``FIT_CANDIDATES`` sharing most keys with it (an entity of hundreds of records would
+    otherwise bring hundreds of thousands of pairs), and a seeded sample of the others
+    (``SAMPLED`` an item), each standing for the others it was drawn from."""
+
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    shared: list[int] = field(default_factory=list)  # keys each pair shares
+    sampled: list[tuple[int, int]] = field(default_factory=list)
+    sampled_shared: list[int] = field(default_factory=list)
+    stands_for: list[float] = field(default_factory=list)
+
+
+def keyed_pairs(
+    schema: ItemSchema,
+    model: ItemModel,
+    items: Sequence[PreparedItem],
+    seed: int = 0,
+    should_stop: Callable[[], bool] | None = None,
+) -> KeyedPairs:
+    """The pairs of ``items`` that share a key under ``model`` (``KeyedPairs``)."""
+    blocker = Blocker(schema, model)
+    rng = random.Random(seed)
+    index: dict[int, list[int]] = defaultdict(list)
+    found = KeyedPairs()
+    for at, item in _Stopper(should_stop).each(enumerate(items)):
+        posted, probes = blocker.keys(item.values)
+        met: Counter[int] = Counter()
+        for key in probes:
+            met.update(index.get(key, ()))
+        ranked = [
+            other
+            for other in sorted(met, key=lambda other: (-met[other], other))
+            if _comparable(schema, items, other, at)
+        ]
+        for other in sorted(ranked[:FIT_CANDIDATES]):
+            found.pairs.append((other, at))
+            found.shared.append(met[other])
+        rest = ranked[FIT_CANDIDATES:]
+        for other in sorted(rng.sample(rest, min(SAMPLED, len(rest)))):
+            found.sampled.append((other, at))
+            found.sampled_shared.append(met[other])
+            found.stands_for.append(len(rest) / min(SAMPLED, len(rest)))
+        for key in posted:
+            posting = index[key]
+            if len(posting) < _CAP:
+                posting.append(at)
+    return found
+
+
 def candidate_pairs(
     schema: ItemSchema,
     model: ItemModel,
     items: Sequence[PreparedItem],
     should_stop: Callable[[], bool] | None = None,
 ) -> list[tuple[int, int]]:
-    """The pairs of ``items`` (by position) that share a key under ``model``, each once: of
-    an item's earlier candidates, the ``FIT_CANDIDATES`` sharing most keys with it (an
-    entity of hundreds of records would otherwise bring hundreds of thousands of pairs)."""
-    blocker = Blocker(schema, model)
-    index: dict[int, list[int]] = defaultdict(list)
-    pairs: list[tuple[int, int]] = []
-    for at, item in _Stopper(should_stop).each(enumerate(items)):
-        posted, probes = blocker.keys(item.values)
-        met: Counter[int] = Counter()
-        for key in probes:
-            met.update(index.get(key, ()))
-        kept = sorted(met, key=lambda other: (-met[other], other))[:FIT_CANDIDATES]
-        pairs.extend((other, at) for other in sorted(kept) if _comparable(schema, items, other, at))
-        for key in posted:
-            posting = index[key]
-            if len(posting) < _CAP:
-                posting.append(at)
-    return pairs
+    """``keyed_pairs``' pairs sharing most keys."""
+    return keyed_pairs(schema, model, items, should_stop=should_stop).pairs
+
+
+def least_shared(shared: Sequence[int], matched: Sequence[float]) -> int:
+    """The most keys a candidate may be asked to share while the candidates sharing fewer
+    hold at most ``MISSED`` of the matches (``matched``: how many matches each candidate
+    stands for, 0 if it does not match)."""
+    by_shared: defaultdict[int, float] = defaultdict(float)
+    for keys, weight in zip(shared, matched, strict=True):
+        by_shared[keys] += weight
+    total = sum(by_shared.values())
+    least, below = 1, 0.0
+    for keys in sorted(by_shared):
+        if below > MISSED * total:
+            break
+        least = keys
+        below += by_shared[keys]
+    return least
 
 
 def _comparable(schema: ItemSchema, items: Sequence[PreparedItem], a: int, b: int) -> bool:
@@ -294,7 +362,8 @@ def fit(
     randoms, _ = _compared(
         scorer, features, stop.each(_random_pairs(schema, items, RANDOM_PAIRS, rng))
     )
-    pairs = candidate_pairs(schema, counted, items, should_stop)
+    keyed = keyed_pairs(schema, counted, items, seed, should_stop)
+    pairs = keyed.pairs
     candidates, similarities = _compared(scorer, features, stop.each(pairs))
     m0 = [np.asarray(row, dtype=float) for row in prior.m]
     if len(candidates):
@@ -345,10 +414,33 @@ def fit(
         # misses part from matches: candidates that share a building, an album or a brand
         # need more than a random pair, and the boundary the few labels of a small sample
         # suggest is too strict alone (bench/items/README.md)
-        return msgspec.structs.replace(fitted, prior=(start + min(start, intercept)) / 2.0)
-    weights = scaled(evidence, fitted.scales)
-    odds = prior_odds(weights, _comparable_pairs(schema, items))
-    return msgspec.structs.replace(fitted, prior=odds)
+        fitted = msgspec.structs.replace(fitted, prior=(start + min(start, intercept)) / 2.0)
+    else:
+        weights = scaled(evidence, fitted.scales)
+        odds = prior_odds(weights, _comparable_pairs(schema, items))
+        fitted = msgspec.structs.replace(fitted, prior=odds)
+    return _keys_matches_share(schema, fitted, features, keyed, evidence, stop)
+
+
+def _keys_matches_share(
+    schema: ItemSchema,
+    model: ItemModel,
+    features: Sequence[ItemFeatures],
+    keyed: KeyedPairs,
+    evidence: npt.NDArray[np.float64],
+    stop: _Stopper,
+) -> ItemModel:
+    """``model`` with its ``least_shared``: the keys the sample's matches share, counted
+    over the candidates sharing most keys and a drawn sample of the others."""
+    final = Scorer(schema, model)
+    needed = final.needed
+    top = model.prior + scaled(evidence, model.scales) if len(keyed.pairs) else np.zeros(0)
+    matched = [1.0 if weight >= needed else 0.0 for weight in top.tolist()]
+    for (a, b), stands_for in stop.each(zip(keyed.sampled, keyed.stands_for, strict=True)):
+        levels, _ = final.compare(features[a], features[b])
+        matched.append(stands_for if final.weight(levels, features[a]) >= needed else 0.0)
+    shared = keyed.shared + keyed.sampled_shared
+    return msgspec.structs.replace(model, least_shared=least_shared(shared, matched))
 
 
 def _rows_of(rows: Sequence[npt.NDArray[np.float64]]) -> tuple[tuple[float, ...], ...]:

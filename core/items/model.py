@@ -71,6 +71,9 @@ class ItemModel(msgspec.Struct, frozen=True):
     codes: Counts = Counts()
     #: per comparison, the scale of its evidence for and against a match (``calibration.py``)
     scales: tuple[tuple[float, float], ...] = ()
+    #: keys a candidate shares with an item, at least, to be verified (unless none shares
+    #: as many): fewer miss about none of the matches (``fit.py``)
+    least_shared: int = 1
     version: int = MODEL_VERSION
 
     @property

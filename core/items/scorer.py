@@ -112,10 +112,10 @@ class Scorer:
         most = [self._most_for(at) for at in range(len(self.comparisons))]
         order = sorted(range(len(most)), key=lambda at: (-most[at], at))
         self._bounded = [(at, sum(most[k] for k in order[i + 1 :])) for i, at in enumerate(order)]
-        # the weight (log2 odds) the threshold asks, a little under it (rounding; a
-        # probability of 1 is reached at a finite weight, 60 at most)
+        #: the weight (log2 odds) the threshold asks, a little under it (rounding; a
+        #: probability of 1 is reached at a finite weight, 60 at most)
         odds = self.threshold / (1.0 - self.threshold) if self.threshold < 1.0 else math.inf
-        self._needed = min(math.log2(odds), 39.0) - 1e-3
+        self.needed = min(math.log2(odds), 39.0) - 1e-3
 
     def features(self, values: Sequence[FieldValue | None]) -> ItemFeatures:
         fields: list[Features | None] = []
@@ -249,7 +249,7 @@ class Scorer:
         for at, rest in self._bounded:
             level = levels[at] = self._level(at, a, b, scores)
             total += self._scaled(at, self._evidence_at(at, level, a))
-            if total + rest < self._needed:
+            if total + rest < self.needed:
                 return None
         return self._verdict(levels, scores, a, b)
 

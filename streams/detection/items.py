@@ -35,6 +35,7 @@ from neardup.core.items.prepare import PreparedItem
 from neardup.core.items.schema import ItemSchema
 from neardup.core.items.scorer import ItemFeatures, Scorer
 from neardup.core.items.similarity import ItemMatch
+from neardup.core.items.values import FieldValue
 from neardup.core.prepared_items import is_tombstone
 from neardup.core.records import format_fetched_at
 from neardup.state import FingerprintKind, FingerprintTable, State, StateView, fetched_at_to_micros
@@ -72,6 +73,8 @@ DENSE = 32
 ENOUGH = 4
 #: items between two checks for a stop
 _STOP_EVERY = 16
+#: readied items an ``ItemScoring`` keeps (a few kB each)
+_READY_KEPT = 50_000
 
 
 def item_keys(keys: Sequence[int]) -> U32:
@@ -99,6 +102,21 @@ class ItemScoring:
         self.model = ItemModel.prior_of(schema) if model is None else model
         self.scorer = Scorer(schema, self.model)
         self.blocker = Blocker(schema, self.model)
+        # readied items across batches: a stored item is a candidate of many later ones,
+        # and readying it costs several times scoring a pair (kept with the values they
+        # were made from, so a changed item, or a batch rolled back, is readied again)
+        self._ready: dict[int, tuple[tuple[FieldValue | None, ...], ItemFeatures]] = {}
+
+    def features(self, doc_id: int, item: PreparedItem) -> ItemFeatures:
+        """The item readied for scoring (``Scorer.features``), kept for later batches."""
+        found = self._ready.get(doc_id)
+        if found is not None and found[0] == item.values:
+            return found[1]
+        features = self.scorer.features(item.values)
+        if len(self._ready) >= _READY_KEPT:
+            del self._ready[next(iter(self._ready))]  # the oldest readied
+        self._ready[doc_id] = (item.values, features)
+        return features
 
     @classmethod
     def of(cls, state: State, schema: ItemSchema) -> ItemScoring:
@@ -179,7 +197,6 @@ class _Batch:
         # the items the batch reads, as the batch leaves them (None: removed)
         known = sorted({item_doc_id(item.id) for item in items}.union(*self._met.values()))
         self._items = dict(zip(known, view.items.get_many(known), strict=True))
-        self._features: dict[int, ItemFeatures] = {}
         self._item_keys: dict[int, list[int]] = {}
         self._prints = {at: values_fingerprint(items[at]) for at in live}
         keys = {at: _print_key(fp) for at, fp in self._prints.items()}
@@ -212,10 +229,7 @@ class _Batch:
         return self._items[doc_id]
 
     def _ready(self, doc_id: int, item: PreparedItem) -> ItemFeatures:
-        found = self._features.get(doc_id)
-        if found is None:
-            found = self._features[doc_id] = self.scoring.scorer.features(item.values)
-        return found
+        return self.scoring.features(doc_id, item)
 
     def finish(self) -> None:
         """The batch's new items clustered, and its keys posted."""
@@ -232,14 +246,17 @@ class _Batch:
 
     def _candidates(self, at: int, doc_id: int) -> list[int]:
         """What the item's probes meet, stored and earlier in the batch, most keys shared
-        first (then by id)."""
+        first (then by id), but those sharing fewer keys than the model's ``least_shared``
+        (or than the best candidate, if it shares fewer)."""
         met = Counter(self._met[at])
         self.stopped += self._stopped[at]
         for key in self._keys[at][1].tolist():
             for other in self._posted.get(key, ()):
                 met[other] += 1
         met.pop(doc_id, None)
-        return sorted(met, key=lambda other: (-met[other], other))
+        ranked = sorted(met, key=lambda other: (-met[other], other))
+        least = min(self.scoring.model.least_shared, met[ranked[0]]) if ranked else 0
+        return [other for other in ranked if met[other] >= least]
 
     def add(self, at: int, item: PreparedItem) -> None:
         view = self.view
@@ -273,7 +290,6 @@ class _Batch:
             self.updated += 1
         view.items.put(doc_id, item)
         self._items[doc_id] = item
-        self._features.pop(doc_id, None)
         self._item_keys.pop(doc_id, None)
         matches = self._match(at, doc_id, item)
         if old is None and not matches:
@@ -432,7 +448,6 @@ class _Batch:
         view.edges.remove_all(doc_id)
         view.items.delete(doc_id)
         self._items[doc_id] = None
-        self._features.pop(doc_id, None)
         self._item_keys.pop(doc_id, None)
         self.removed += 1
         self.events.append(ItemRemoved(DocRef(doc_id, old.id, ""), root))

@@ -1,0 +1,60 @@
+"""The keys a candidate must share (``least_shared``): chosen from the matches the fit's
+sample shows, and measured against brute force: the candidates it keeps hold at least 0.99
+of the pairs scoring at or above the threshold."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from neardup.core.items.blocking import Blocker
+from neardup.core.items.fit import MISSED, fit, least_shared
+from neardup.core.items.prepare import ItemPreparer
+from neardup.core.items.schema import ItemSchema
+from neardup.core.items.scorer import Scorer
+
+from bench.items import febrl
+
+SCHEMAS = Path(__file__).resolve().parents[3] / "bench" / "items" / "schemas"
+
+
+def test_least_shared_keeps_the_matches_but_a_sliver() -> None:
+    # matches share 5 or 6 keys; the non-matches 1 or 2
+    shared = [1] * 50 + [2] * 10 + [5, 5, 6]
+    matched = [0.0] * 60 + [1.0, 1.0, 1.0]
+    assert least_shared(shared, matched) == 5
+    # one match in 100 shares a single key: more than MISSED of them, so every candidate
+    assert MISSED < 0.01
+    assert least_shared([1] + [6] * 99, [1.0] * 100) == 1
+    # a sampled candidate stands for many: weighed so
+    assert least_shared([1, 6], [0.004, 1.0]) == 6
+    assert least_shared([1, 6], [0.006, 1.0]) == 1
+    assert least_shared([], []) == 1
+
+
+def test_the_candidates_kept_hold_the_pairs_that_match() -> None:
+    schema = ItemSchema.from_toml((SCHEMAS / "febrl.toml").read_text())
+    preparer = ItemPreparer(schema)
+    items = [preparer.prepare(record) for record, _ in febrl.load("febrl1")[:500]]
+    model = fit(schema, items, seed=1)
+    assert model.least_shared > 1  # person records: matches share most of their keys
+    scorer, blocker = Scorer(schema, model), Blocker(schema, model)
+    features = [scorer.features(item.values) for item in items]
+    keys = [blocker.keys(item.values) for item in items]
+    index: dict[int, list[int]] = defaultdict(list)
+    kept: set[tuple[int, int]] = set()
+    for at in range(len(items)):
+        shared = Counter(other for key in keys[at][1] for other in index.get(key, ()))
+        least = min(model.least_shared, max(shared.values(), default=0))
+        kept.update((other, at) for other, count in shared.items() if count >= least)
+        for key in keys[at][0]:
+            index[key].append(at)
+    matching = {
+        (a, b)
+        for b in range(len(items))
+        for a in range(b)
+        if scorer.score(features[a], features[b]).matched
+    }
+    assert len(matching) > 100
+    assert len(matching & kept) >= 0.99 * len(matching)
+    assert len(kept) < 10 * len(items)  # and few candidates beside them
