@@ -38,7 +38,7 @@ from .values import (
     TextValue,
 )
 
-__all__ = ["MergedRecord", "merge_items"]
+__all__ = ["MergedRecord", "label_field", "merge_field", "merge_items"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,23 @@ def merge_items(members: Sequence[PreparedItem], schema: ItemSchema) -> MergedRe
             merged[spec.name] = _merge_values(present)
     urls = tuple(dict.fromkeys(item.url for item in members if item.url))
     return MergedRecord(tuple(item.id for item in members), urls, merged)
+
+
+def label_field(schema: ItemSchema) -> str | None:
+    """The field that names an item to a reader: ``name`` (a field of words), else the
+    schema's first text field; None when the schema has none."""
+    worded = {spec.name for spec in schema.fields if spec.type not in ("geo", "number")}
+    if "name" in worded:
+        return "name"
+    return next((spec.name for spec in schema.fields if spec.type == "text"), None)
+
+
+def merge_field(members: Sequence[PreparedItem], schema: ItemSchema, name: str) -> Any:
+    """The merged value of the one field ``name`` (as ``merge_items`` gives it), or None when
+    no member has it."""
+    index = [spec.name for spec in schema.fields].index(name)
+    present = [value for item in members if (value := item.values[index]) is not None]
+    return _merge_values(present) if present else None
 
 
 def _merge_values(values: Sequence[FieldValue]) -> Any:

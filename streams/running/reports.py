@@ -6,10 +6,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from neardup.core import Page
-from neardup.core.items.merge import merge_items
+from neardup.core.items.merge import label_field, merge_field, merge_items
 from neardup.core.items.prepare import ItemPreparer
 from neardup.core.items.schema import ItemSchema
 from neardup.state import State, StateView, top_stop_keys
+from neardup.state.items import stored_schema
 from neardup.state.postings import INDEX_TABLES
 
 from ..detection import METHODS, Match, find_containing, find_similar, format_id
@@ -17,6 +18,8 @@ from ..detection.items import ItemScoring, similar_items
 from .queries import query_preparer
 
 __all__ = [
+    "LABEL_MEMBERS",
+    "ItemLabels",
     "cluster_lines",
     "merged_lines",
     "merged_record",
@@ -80,6 +83,7 @@ def statistics(state: State, top: int = 10, flush: bool = True) -> dict[str, Any
         "disk_bytes": disk,
         "disk_bytes_per_document": round(disk / documents, 1) if documents and disk else None,
         "settings": state.settings.to_json(),
+        "mode": "pages" if stored_schema(state.store) is None else "items",
     }
 
 
@@ -149,6 +153,43 @@ def merged_record(
         "record": merged.fields,
         "urls": list(merged.urls),
     }
+
+
+#: the members a cluster's label is made from, at most: labels are read on every poll of
+#: the dashboard, and an item cluster may hold thousands of equal records
+LABEL_MEMBERS = 32
+
+
+class ItemLabels:
+    """Item mode's names for readers: an item's is its label field's value (``name``, else
+    the schema's first text field: ``core.items.merge.label_field``), a cluster's is that
+    field of its merged record, made from its first ``LABEL_MEMBERS`` members (all of them
+    for a cluster that size or smaller, so that it equals ``merged_record``'s)."""
+
+    def __init__(self, view: StateView, schema: ItemSchema) -> None:
+        self._view = view
+        self._schema = schema
+        self.field = label_field(schema)
+
+    def cluster(self, root: int) -> str | None:
+        """The label of the cluster ``root`` (None: no member has the field)."""
+        if self.field is None:
+            return None
+        members, _ = self._view.clusters.members_of(root, limit=LABEL_MEMBERS)
+        items = [item for item in self._view.items.get_many(sorted(members)) if item]
+        items.sort(key=lambda item: item.id)
+        value = merge_field(items, self._schema, self.field)
+        return None if value is None else str(value)
+
+    def items(self, doc_ids: Sequence[int]) -> list[str | None]:
+        """The label of each item (None: a removed item, or one without the field)."""
+        if self.field is None:
+            return [None] * len(doc_ids)
+        labels: list[str | None] = []
+        for item in self._view.items.get_many(doc_ids):
+            value = None if item is None else merge_field([item], self._schema, self.field)
+            labels.append(None if value is None else str(value))
+        return labels
 
 
 def similar_items_to(

@@ -2,16 +2,20 @@
 with a Struct of ``schemas.py``.
 
 The answers are those of the CLI (``running.queries``, ``running.reports``), computed from
-the documents a request names: no endpoint reads every cluster or every document. The
-dashboard's history and the growing clusters come from the samples the writer keeps in the
-state (``state/timeline.py``), so any reader of the state, started at any time, draws them.
+the documents a request names: no endpoint reads every cluster or every document. In item
+mode, the clusters and members listed carry a label (``reports.ItemLabels``: a cluster's is
+made from its first 32 members' records). The dashboard's history and the growing clusters
+come from the samples the writer keeps in the state (``state/timeline.py``), so any reader
+of the state, started at any time, draws them.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from typing import Any
 
+import msgspec
 from neardup.core import BadRecordError, Page
 from neardup.core.items.schema import ItemSchema
 from neardup.core.markup import check_markup
@@ -81,12 +85,19 @@ class Api:
         after_id = None if after is None else _id(after, "after")
         with self.source.reading() as state:
             answer = queries.cluster_by_id(state, cluster_id, after_id, limit)
+            labels = _labels(state)
+            if labels is not None and answer["known"]:
+                _label(answer, labels.cluster(queries.parse_id(answer["cluster"])))
+                members = answer["members"]
+                found = labels.items([queries.parse_id(member["id"]) for member in members])
+                for member, label in zip(members, found, strict=True):
+                    _label(member, label)
         known = _known(answer, f"cluster {cluster}")
         return schemas.answer_of(known, schemas.Cluster)
 
     def largest(self, limit: int) -> schemas.Largest:
         with self.source.reading() as state:
-            answer = {"clusters": queries.largest_clusters(state, limit)}
+            answer = {"clusters": _labelled(state, queries.largest_clusters(state, limit))}
         return schemas.answer_of(answer, schemas.Largest)
 
     def growing(self, limit: int) -> schemas.Growing:
@@ -159,10 +170,12 @@ class Api:
             live = [StoredSample(now, counters)] if now > since else []
             samples = [_sample(sample) for sample in [*stored, *live]]
             sizes = view.clusters.size_classes()
-            largest = queries.largest_clusters(state, 10)
+            largest = _labelled(state, queries.largest_clusters(state, 10))
             growing = self._growing(state, 10)
+            labels = _labels(state)
         return schemas.Dashboard(
             now=round(now, 3),
+            mode="pages" if labels is None else "items",
             samples=samples,
             size_distribution=[
                 schemas.SizeClass(size_class_label(c), sizes[c]) for c in sorted(sizes)
@@ -170,12 +183,14 @@ class Api:
             largest=[schemas.answer_of(c, schemas.ClusterSummary) for c in largest],
             growing=growing,
             window_seconds=self.window,
+            label_field=msgspec.UNSET if labels is None or labels.field is None else labels.field,
         )
 
     def _growing(self, state: State, limit: int) -> list[schemas.GrowingCluster]:
         """The clusters that grew most in the last ``window`` seconds, from the samples the
         writer recorded: a retired cluster's growth is its survivor's."""
         view = state.view()
+        labels = _labels(state)
         joined: Counter[int] = Counter()
         for sample in view.timeline.samples(time.time() - self.window):
             for cluster, documents in sample.grew:
@@ -183,6 +198,7 @@ class Api:
         answer = []
         for root, documents in sorted(joined.items(), key=lambda item: (-item[1], item[0])):
             ref = view.documents.ref(root)
+            label = None if labels is None else labels.cluster(root)
             answer.append(
                 schemas.GrowingCluster(
                     cluster=format_id(root),
@@ -193,6 +209,7 @@ class Api:
                         ref.url if ref else None,
                         (ref.fetched_at or None) if ref else None,
                     ),
+                    label=msgspec.UNSET if label is None else label,
                 )
             )
             if len(answer) == limit:
@@ -214,6 +231,26 @@ def _sample(sample: StoredSample) -> schemas.Sample:
         largest_cluster=counters.get("largest_cluster", 0),
         dead_letters=counters.get("dead_letters", 0),
     )
+
+
+def _labels(state: State) -> reports.ItemLabels | None:
+    """Item mode's labels for the state's clusters and items; None for a state of pages."""
+    schema = stored_schema(state.store)
+    return None if schema is None else reports.ItemLabels(state.view(), schema)
+
+
+def _labelled(state: State, clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Clusters of a listing, each with its label in item mode."""
+    labels = _labels(state)
+    if labels is not None:
+        for cluster in clusters:
+            _label(cluster, labels.cluster(queries.parse_id(cluster["cluster"])))
+    return clusters
+
+
+def _label(answer: dict[str, Any], label: str | None) -> None:
+    if label is not None:
+        answer["label"] = label
 
 
 def _item_schema(state: State) -> ItemSchema:

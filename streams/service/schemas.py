@@ -54,6 +54,18 @@ BodyLimit = Annotated[
     float, Meta(ge=1, le=MAX_LIMIT, multiple_of=1, description="at most this many items")
 ]
 Method = Literal["exact", "canonical", "shingle", "near", "contained"]
+Mode = Annotated[
+    Literal["pages", "items"],
+    Meta(description="what the state holds: pages, or items of a schema (item mode)"),
+]
+#: item mode: what names a cluster or an item to a reader
+Label = Annotated[
+    str,
+    Meta(
+        description="item mode: the merged record's name (or the schema's first text field), "
+        "from the cluster's first 32 members; an item's own, for a member"
+    ),
+]
 T = TypeVar("T", bound=Struct)
 
 
@@ -112,10 +124,11 @@ class ItemQuery(_Body):
     limit: BodyLimit = 10
 
 
-class Doc(Struct):
+class Doc(Struct, omit_defaults=True):
     id: Id
     url: str | None
     fetched_at: str | None
+    label: Label | UnsetType = UNSET
 
 
 class Ranked(Struct, kw_only=True):
@@ -161,23 +174,26 @@ class Cluster(Struct, kw_only=True, omit_defaults=True):
     next: Id | None
     #: the id asked for, when it was retired by a merge into ``cluster``
     retired: Id | UnsetType = UNSET
+    label: Label | UnsetType = UNSET
 
 
-class ClusterSummary(Struct):
+class ClusterSummary(Struct, omit_defaults=True):
     cluster: Id
     size: Count
     first: Doc
+    label: Label | UnsetType = UNSET
 
 
 class Largest(Struct):
     clusters: list[ClusterSummary]
 
 
-class GrowingCluster(Struct):
+class GrowingCluster(Struct, omit_defaults=True):
     cluster: Id
     joined: Count
     size: Count
     first: Doc
+    label: Label | UnsetType = UNSET
 
 
 class Growing(Struct):
@@ -261,6 +277,7 @@ class Stats(Struct, kw_only=True):
     disk_bytes: Count
     disk_bytes_per_document: float | None
     settings: Annotated[str, Meta(description="the state's settings, as JSON")]
+    mode: Mode
 
 
 class Sample(Struct, kw_only=True):
@@ -283,13 +300,19 @@ class SizeClass(Struct):
     clusters: Count
 
 
-class Dashboard(Struct, kw_only=True):
+class Dashboard(Struct, kw_only=True, omit_defaults=True):
     now: float
+    mode: Mode
     samples: list[Sample]
     size_distribution: list[SizeClass]
     largest: list[ClusterSummary]
     growing: list[GrowingCluster]
     window_seconds: float
+    #: item mode: the field the clusters' labels are taken from
+    label_field: (
+        Annotated[str, Meta(description="item mode: the field the labels are read from")]
+        | UnsetType
+    ) = UNSET
 
 
 class SimilarItem(Struct, kw_only=True):

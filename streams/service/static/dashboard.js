@@ -10,6 +10,9 @@
   let samples = [];
   let openCluster = null;
   let memberCursor = null;
+  // "pages", or "items" for a state of items (item mode): its wording, and no page-only parts
+  let mode = "pages";
+  const pageTitle = document.title;
 
   async function getJSON(path) {
     const response = await fetch(path, { headers: headers, cache: "no-store" });
@@ -102,7 +105,24 @@
     });
   }
 
+  function applyMode(data) {
+    const items = data.mode === "items";
+    mode = items ? "items" : "pages";
+    document.body.classList.toggle("items-mode", items);
+    document.title = items ? "neardup — item clusters" : pageTitle;
+    for (const node of document.querySelectorAll("[data-items]")) {
+      if (node.dataset.pages === undefined) node.dataset.pages = node.textContent;
+      node.textContent = items ? node.dataset.items : node.dataset.pages;
+    }
+    if (items && data.label_field) {
+      for (const node of document.querySelectorAll("th.label-column")) node.textContent = data.label_field;
+    }
+  }
+
   function render(data) {
+    applyMode(data);
+    const items = mode === "items";
+    const noun = items ? "items" : "documents";
     samples = samples.concat(data.samples).slice(-4096);
     const last = samples[samples.length - 1];
     if (last) {
@@ -117,22 +137,25 @@
       setText("throughput", fmt(Math.round(rate)));
     }
     lineChart(el("growth-chart"), [
-      { name: "documents", points: samples.map((s) => [s.time, s.documents]) },
-      { name: "documents in clusters", points: samples.map((s) => [s.time, s.documents_in_clusters]) },
+      { name: noun, points: samples.map((s) => [s.time, s.documents]) },
+      { name: noun + " in clusters", points: samples.map((s) => [s.time, s.documents_in_clusters]) },
       { name: "clusters", points: samples.map((s) => [s.time, s.clusters]) },
     ], "growth-legend");
     lineChart(el("rate-chart"), [
       { name: "merges", points: perMinute((s) => s.merges) },
       { name: "splits", points: perMinute((s) => s.splits || 0) },
     ].concat(
-      METHODS.map((m) => ({ name: m + " duplicates", points: perMinute((s) => s.duplicates[m]) }))
+      items
+        ? [{ name: "matched items", points: perMinute((s) => s.duplicates.item || 0) }]
+        : METHODS.map((m) => ({ name: m + " duplicates", points: perMinute((s) => s.duplicates[m]) }))
     ), "rate-legend");
     sizeChart(el("size-chart"), data.size_distribution);
     const first = (item) => (item.first && item.first.url) || "";
     const id = (item) => item.cluster;
     const size = (item) => fmt(item.size);
-    const url = (item) => first(item);
-    url.cls = "url";
+    // in item mode, a cluster's label (its merged record's name); its first item's id without one
+    const url = (item) => (items && item.label) || first(item);
+    url.cls = items ? "url cluster-label" : "url";
     clusterTable("largest", data.largest, [id, size, url]);
     clusterTable("growing", data.growing, [id, (item) => "+" + fmt(item.joined), size, url]);
     if (data.window_seconds) setText("window", "(last " + data.window_seconds + " s)");
@@ -148,9 +171,21 @@
     memberCursor = data.next;
     el("detail").hidden = false;
     setText("detail-cluster", data.cluster);
-    setText("detail-size", fmt(data.size) + " documents");
+    setText("detail-label", data.label || "");
+    el("detail-label").hidden = !data.label;
+    setText("detail-size", fmt(data.size) + (mode === "items" ? " items" : " documents"));
     for (const member of data.members) {
       const item = document.createElement("li");
+      if (mode === "items") {
+        // an item has no versions to show: its id, and its name
+        const id = document.createElement("span");
+        id.className = "member";
+        id.textContent = member.url;
+        item.appendChild(id);
+        if (member.label) item.appendChild(document.createTextNode(" · " + member.label));
+        list.appendChild(item);
+        continue;
+      }
       const button = document.createElement("button");
       button.type = "button"; button.className = "link member";
       button.textContent = member.url;

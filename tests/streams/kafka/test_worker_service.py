@@ -27,12 +27,11 @@ from neardup.streams.running.lifetime import tied_command
 
 from tests.helpers import SAMPLE, family_pages, two_sweeps
 from tests.streams.service.conftest import call
+from tests.support.browser import chromium
 from tests.support.deployment import Deployment, metric, service_url, until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 #: where the test keeps its screenshot (the README shows one made by this test)
 SCREENSHOT = os.environ.get("NEARDUP_SCREENSHOT")
 
@@ -59,28 +58,8 @@ def _documents(lines: list[bytes]) -> int:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service as DriverService
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,1300",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=DriverService(CHROMEDRIVER), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @contextmanager
