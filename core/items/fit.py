@@ -1,12 +1,19 @@
 """Fitting the model to a sample of items: counts, u from random pairs, m from anchors.
 
 1. **Counts.** Per text field, how many items hold each word; per exact comparison, how
-   many hold each whole value; how many hold each code.
+   many hold each whole value; how many hold each code. Counted once an entity: candidates
+   that agree on two identifying comparisons, the primary text (the heaviest: a name, a
+   title) one of them, are grouped (union-find), and a group counts as one item, so that
+   a word is common when many entities hold it, not when one entity has many records (the
+   company on hundreds of patent records; its records would otherwise agree on "common"
+   words only, and be cut apart). Grouping and counting repeat while the groups grow
+   (``_GROUPING_ROUNDS``); the songs of an album, which differ in their titles only, are
+   no group.
 2. **u** (the levels of non-matching pairs): the levels of random pairs of the sample
-   (pairs of different sources when the schema links across them). Almost every random pair
-   is a non-match, so their levels are the non-matches' (Fellegi and Sunter; splink does
-   the same). Candidates are not: most candidates of a record are near misses, and its
-   match is among them. When one entity fills the sample (``_CROWDED``: random pairs agree
+   (of different sources when the schema links across them). Almost every random pair is
+   a non-match, so their levels are the non-matches' (Fellegi and Sunter; splink does the
+   same). Candidates are not: most candidates of a record are near misses, and its match
+   is among them. When one entity fills the sample (``_CROWDED``: random pairs agree
    as confident matches do), random pairs are its matches, and u, the value counts and
    the scales are left at the schema's prior.
 3. **m** (the levels of matching pairs), counted over anchor pairs: the candidates that are
@@ -78,40 +85,58 @@ _STOP_EVERY = 2048
 _T = TypeVar("_T")
 #: the share of random pairs agreeing like confident matches that marks a crowded sample
 _CROWDED = 0.05
+#: rounds of grouping confident pairs and counting terms once a group, at most
+_GROUPING_ROUNDS = 3
 
 I8 = npt.NDArray[np.int8]
 
 
 def count_terms(
-    schema: ItemSchema, items: Sequence[PreparedItem]
+    schema: ItemSchema, items: Sequence[PreparedItem], groups: Sequence[int] | None = None
 ) -> tuple[tuple[Counts, ...], tuple[Counts, ...], Counts]:
-    """(per field word counts, per comparison value counts, code counts) of the items."""
+    """(per field word counts, per comparison value counts, code counts) of the items; with
+    ``groups`` (a label per item), each group counts as one item holding the terms of all
+    its members."""
     comparisons = comparisons_of(schema)
     words: list[dict[int, int]] = [defaultdict(int) for _ in schema.fields]
     holding = [0] * len(schema.fields)
     values: list[dict[int, int]] = [defaultdict(int) for _ in comparisons]
     codes: dict[int, int] = defaultdict(int)
     exact_of = {c.field: at for at, c in enumerate(comparisons) if c.kind in _EXACT_KINDS}
-    for item in items:
+    labels = range(len(items)) if groups is None else groups
+    seen: set[tuple[int, int, int]] = set()
+
+    def first(group: int, place: int, term: int) -> bool:
+        if (group, place, term) in seen:
+            return False
+        seen.add((group, place, term))
+        return True
+
+    codes_place = len(schema.fields) + len(comparisons)
+    for item, group in zip(items, labels, strict=True):
         for index, value in enumerate(item.values):
             if value is None:
                 continue
-            holding[index] += 1
+            holding[index] += first(group, index, -1)
+            whole: int | None = None
             if isinstance(value, TextValue):
                 for term in {term_hash("t", word) for word in value.words.split()}:
-                    words[index][term] += 1
-                values[exact_of[index]][term_hash("v", value.words)] += 1
+                    words[index][term] += first(group, index, term)
+                whole = term_hash("v", value.words)
             elif isinstance(value, (CategoryValue, IdentifierValue)):
-                values[exact_of[index]][term_hash("v", value.value)] += 1
+                whole = term_hash("v", value.value)
+            if whole is not None:
+                place = len(schema.fields) + exact_of[index]
+                values[exact_of[index]][whole] += first(group, place, whole)
         for code in codes_of(schema, item.values):
-            codes[code] += 1
+            codes[code] += first(group, codes_place, code)
     value_totals = [
         holding[c.field] if c.field >= 0 and c.kind in _EXACT_KINDS else 0 for c in comparisons
     ]
     return (
         tuple(Counts.of(holding[i], words[i]) for i in range(len(schema.fields))),
         tuple(Counts.of(value_totals[at], values[at]) for at in range(len(comparisons))),
-        Counts.of(len(items), codes),
+        Counts.of(len(set(labels)), codes),
     )
 
 
@@ -201,24 +226,75 @@ def _comparable(schema: ItemSchema, items: Sequence[PreparedItem], a: int, b: in
 
 
 def _random_pairs(
-    schema: ItemSchema, items: Sequence[PreparedItem], count: int, rng: random.Random
+    schema: ItemSchema,
+    items: Sequence[PreparedItem],
+    count: int,
+    rng: random.Random,
 ) -> list[tuple[int, int]]:
+    """Pairs drawn at random (of different sources when the schema links across them)."""
     n = len(items)
     if n < 2:
         return []
     everything = n * (n - 1) // 2
     if everything <= count:
-        return [
+        drawn = [
             (a, b) for a in range(n) for b in range(a + 1, n) if _comparable(schema, items, a, b)
         ]
-    found: set[tuple[int, int]] = set()
-    tries = 0
-    while len(found) < count and tries < 20 * count:
-        tries += 1
-        a, b = rng.randrange(n), rng.randrange(n)
-        if a != b and _comparable(schema, items, a, b):
-            found.add((min(a, b), max(a, b)))
-    return sorted(found)
+    else:
+        found: set[tuple[int, int]] = set()
+        tries = 0
+        while len(found) < count and tries < 20 * count:
+            tries += 1
+            a, b = rng.randrange(n), rng.randrange(n)
+            if a != b and _comparable(schema, items, a, b):
+                found.add((min(a, b), max(a, b)))
+        drawn = sorted(found)
+    return drawn
+
+
+def _skewed(
+    by_item: tuple[tuple[Counts, ...], tuple[Counts, ...], Counts],
+    by_group: tuple[tuple[Counts, ...], tuple[Counts, ...], Counts],
+) -> bool:
+    """Whether counting once a group changes some term's share of the items holding its
+    field more than ``_SKEW`` times (more than two bits of its weight)."""
+    words, values, codes = by_item
+    grouped_words, grouped_values, grouped_codes = by_group
+    for before, after in zip(
+        (*words, *values, codes), (*grouped_words, *grouped_values, grouped_codes), strict=True
+    ):
+        if not before.total or not after.total:
+            continue
+        scale = after.total / before.total
+        grouped = after.as_dict()
+        if any(count * scale > _SKEW * grouped[term] for term, count in before.as_dict().items()):
+            return True
+    return False
+
+
+#: how many times a term's share may change by counting it once a group, and the weights
+#: fitted on counts by item kept
+_SKEW = 4.0
+
+
+def _groups(
+    groups: Sequence[int], pairs: Sequence[tuple[int, int]], confident: Sequence[int]
+) -> list[int]:
+    """A label per item (the least position among its group's): ``groups`` joined along the
+    confident pairs (rows of ``pairs``), by union-find."""
+    parent = list(groups)
+
+    def root(at: int) -> int:
+        while parent[at] != at:
+            parent[at] = parent[parent[at]]
+            at = parent[at]
+        return at
+
+    for row in confident:
+        a, b = (root(x) for x in pairs[row])
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    return [root(at) for at in range(len(parent))]
 
 
 def _compared(
@@ -330,6 +406,35 @@ def _anchors(comparisons: Sequence[Comparison], levels: I8, best: Sequence[int])
     return chosen
 
 
+def _agreeing(schema: ItemSchema, comparisons: Sequence[Comparison], levels: I8) -> list[int]:
+    """The rows agreeing on two identifying comparisons (or on the one there is), one of
+    them the primary text (the heaviest: a name, a title) when there is one: at the top of
+    an identifier or codes, at "contained" or above for words ("1200 main street" in
+    "1200 main street suite 4": an entity's own words count for little before its records
+    are grouped, so a word it lacks weighs more than the many it shares). The songs of an
+    album agree on all but their titles: they are not one entity."""
+    identifying = [at for at, c in enumerate(comparisons) if c.kind in _ANCHOR_KINDS]
+    if not identifying:
+        return []
+    least = np.array(
+        [
+            _CONTAINED if comparisons[at].kind == "words" else comparisons[at].levels - 1
+            for at in identifying
+        ]
+    )
+    agrees = levels[:, identifying] >= least
+    chosen = agrees.sum(axis=1) >= min(2, len(identifying))
+    texts = [at for at in identifying if comparisons[at].kind == "words"]
+    if texts:
+        primary = max(texts, key=lambda at: schema.fields[comparisons[at].field].weight)
+        chosen &= agrees[:, identifying.index(primary)]
+    return np.flatnonzero(chosen).tolist()
+
+
+#: the level of words at which the lighter side is contained in the other
+_CONTAINED = 3
+
+
 def _near_top(comparison: Comparison) -> int:
     """The least level at which an identifying comparison agrees as a match does (the top
     three of words: equal, nearly, mostly; the top of the others)."""
@@ -358,13 +463,32 @@ def fit(
         return counted
     scorer = Scorer(schema, counted)
     features = [scorer.features(item.values) for item in stop.each(items)]
+    keyed = keyed_pairs(schema, counted, items, seed, should_stop)
+    pairs = keyed.pairs
+    candidates, similarities = _compared(scorer, features, stop.each(pairs))
+    groups = list(range(len(items)))
+    for _ in stop.each(range(_GROUPING_ROUNDS)):
+        regrouped = _groups(groups, pairs, _agreeing(schema, scorer.comparisons, candidates))
+        if regrouped == groups:
+            break
+        groups = regrouped
+        # an entity's records repeat its words: counted once an entity, the name of a
+        # company on hundreds of records tells as much as a name on two (and its records
+        # then agree as confidently as a small entity's, which may join more of them)
+        regrouped_counts = count_terms(schema, items, groups)
+        if not _skewed((words, values, codes), regrouped_counts):
+            continue  # entities of even sizes: the same shares, the same weights
+        words, values, codes = regrouped_counts
+        counted = ItemModel(
+            prior.comparisons, prior.m, prior.u, prior.prior, len(items), words, values, codes
+        )
+        scorer = Scorer(schema, counted)
+        features = [scorer.features(item.values) for item in stop.each(items)]
+        candidates, similarities = _compared(scorer, features, stop.each(pairs))
     rng = random.Random(seed)
     randoms, _ = _compared(
         scorer, features, stop.each(_random_pairs(schema, items, RANDOM_PAIRS, rng))
     )
-    keyed = keyed_pairs(schema, counted, items, seed, should_stop)
-    pairs = keyed.pairs
-    candidates, similarities = _compared(scorer, features, stop.each(pairs))
     m0 = [np.asarray(row, dtype=float) for row in prior.m]
     if len(candidates):
         ranking = np.array([_similarity(schema, scores) for scores in similarities])

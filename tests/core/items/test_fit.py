@@ -9,12 +9,15 @@ import random
 from collections import Counter, defaultdict
 
 from neardup.core.items.blocking import Blocker
-from neardup.core.items.fit import MISSED, fit, least_shared
+from neardup.core.items.compare import term_hash
+from neardup.core.items.fit import MISSED, count_terms, fit, least_shared
 from neardup.core.items.prepare import ItemPreparer
 from neardup.core.items.schema import ItemSchema
 from neardup.core.items.scorer import Scorer
 
-from bench.items import public
+from bench.items import listings, public
+from bench.items.entities import near_equal_records
+from bench.items.evaluate import SCHEMAS
 
 
 def test_least_shared_keeps_the_matches_but_a_sliver() -> None:
@@ -66,3 +69,30 @@ def test_the_candidates_kept_hold_the_pairs_that_match() -> None:
     assert len(matching) > 100
     assert len(matching & kept) >= 0.99 * len(matching)
     assert len(kept) < 10 * len(items)  # and few candidates beside them
+
+
+def test_an_entity_of_many_records_counts_its_words_once() -> None:
+    # 120 near-equal records of one business among 120 listings: its words are held by
+    # half the sample, but by one entity of the ~100 there are
+    rng = random.Random(3)
+    entity = near_equal_records(120, seed=3)
+    records = entity + [listing.record for listing in listings.generate(120, 3)]
+    rng.shuffle(records)
+    schema = ItemSchema.from_toml((SCHEMAS / "listings.toml").read_text())
+    preparer = ItemPreparer(schema)
+    items = [preparer.prepare(record) for record in records]
+    name = next(at for at, spec in enumerate(schema.fields) if spec.name == "name")
+    widget = term_hash("t", "widget")
+    by_item, _, _ = count_terms(schema, items)
+    assert by_item[name].as_dict()[widget] >= 100
+    model = fit(schema, items, seed=1)
+    assert model.words[name].as_dict()[widget] <= 10
+    # so its records agree as a small entity's do: nearly every pair matches
+    scorer = Scorer(schema, model)
+    features = [scorer.features(preparer.prepare(record).values) for record in entity]
+    matched = sum(
+        scorer.score(features[a], features[b]).matched
+        for b in range(len(features))
+        for a in range(b)
+    )
+    assert matched >= 0.8 * len(features) * (len(features) - 1) / 2

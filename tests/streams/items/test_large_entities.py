@@ -10,7 +10,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from neardup.core.items.model import ItemModel
@@ -75,12 +74,6 @@ def test_a_large_entity_ends_the_same_in_any_order(
     assert first == second
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open defect: a near-equal entity that fills much of the fit's sample gets a model "
-    "under which most of its pairs score under the threshold (150 near-equal records: 450 of "
-    "11,175 pairs match), so it ends in pieces; see bench/items/README.md",
-)
 @_EXAMPLES
 @_ENTITIES
 def test_a_large_entity_is_one_cluster(
