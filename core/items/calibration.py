@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LEAST_ANCHORS", "calibrate", "prior_odds", "scaled"]
+__all__ = ["LEAST_ANCHORS", "NEAR_MISS_LEVEL", "calibrate", "prior_odds", "scaled"]
 
 #: anchor pairs the regression needs (fewer: the scales stay at 1)
 LEAST_ANCHORS = 5
@@ -88,7 +88,7 @@ def calibrate(
         for row, (a, b) in enumerate(pairs)
         if (a in anchored or b in anchored)
         and find(a) != find(b)
-        and (primary is None or primary[row] <= _NEAR_MISS_LEVEL)
+        and (primary is None or primary[row] <= NEAR_MISS_LEVEL)
     ]
     positives = evidence[np.asarray(anchors)[_sample(len(anchors))]]
     near_misses = evidence[np.asarray(near, dtype=np.int64)[_sample(len(near))]]
@@ -151,7 +151,7 @@ def _logistic(
 
 
 #: a near miss's primary field is at this level or below (words: J < 0.4, no bigrams)
-_NEAR_MISS_LEVEL = 1
+NEAR_MISS_LEVEL = 1
 #: the pull of the scales toward 1 (per scale, in the units of a weighted log loss)
 _RIDGE = 0.05
 #: the pull of the intercept toward the prior odds (per nat squared)

@@ -21,11 +21,15 @@
    at the top of two identifying comparisons (a name and a phone, a title and a code) other
    than the one whose m is counted, which plays no part in choosing its anchors (as splink
    trains m on blocks, leaving the blocking field out). Copies (every field equal) are left
-   out. This is the EM of Fellegi-Sunter with the anchors' classes known; EM proper, over
-   all the candidates with u held at the random pairs', converged on near misses (a brand,
-   a neighbourhood) on four corpora of six (bench/items/README.md). A prior of a few pairs'
-   worth, shaped by the schema's weights (``ItemModel.prior_of``), fills what the anchors
-   lack.
+   out, and so are pairs whose primary text (the heaviest: a name, a title) shares a word
+   at most, unless an identifier or codes agree (``_named``): the songs of an album agree
+   on all but their titles, and counted as matches they made a title sharing "feat." or
+   nothing at all a sign of a match (iTunes-Amazon: +5 bits); held by a phone or a birth
+   date, such a pair is a match written otherwise (Febrl swaps names). This is the EM of
+   Fellegi-Sunter with the anchors' classes known; EM proper, over all the candidates with
+   u held at the random pairs', converged on near misses (a brand, a neighbourhood) on four
+   corpora of six (bench/items/README.md). A prior of a few pairs' worth, shaped by the
+   schema's weights (``ItemModel.prior_of``), fills what the anchors lack.
 4. **Scales and prior odds** (``calibration.py``): how much each comparison counts among
    candidates, and the odds a pair needs, halfway (in log-odds) between a random pair's and
    the point where near misses part from matches.
@@ -47,7 +51,7 @@ import numpy.typing as npt
 
 from ..exceptions import AbandonedError
 from .blocking import Blocker
-from .calibration import LEAST_ANCHORS, calibrate, prior_odds, scaled
+from .calibration import LEAST_ANCHORS, NEAR_MISS_LEVEL, calibrate, prior_odds, scaled
 from .compare import MISSING, Comparison, codes_of, comparisons_of, term_hash
 from .model import Counts, ItemModel
 from .prepare import PreparedItem
@@ -357,6 +361,7 @@ def _estimate_m(
     levels: I8,
     anchors: Sequence[int],
     m0: Sequence[npt.NDArray[np.float64]],
+    primary: int | None = None,
 ) -> list[npt.NDArray[np.float64]]:
     """m of every comparison, counted over anchor pairs: mutual best candidates that agree
     at the top of two identifying comparisons other than the one estimated (a name and a
@@ -372,6 +377,7 @@ def _estimate_m(
     top = np.zeros(anchor_levels.shape, dtype=bool)
     for at in identifying:
         top[:, at] = anchor_levels[:, at] >= _near_top(comparisons[at])
+    named = _named(comparisons, anchor_levels, primary)
     estimated = []
     for column, start in enumerate(m0):
         others = [at for at in identifying if at != column]
@@ -379,6 +385,9 @@ def _estimate_m(
         chosen = agreeing >= min(2, len(others))
         if len(others) == 0 or int(chosen.sum()) < LEAST_ANCHORS:
             chosen = agreeing >= 1
+        if column == primary:
+            # its lowest levels counted where an identifier holds the pair (module docstring)
+            chosen &= named
         counts = _shares(anchor_levels[chosen, column], np.ones(int(chosen.sum())), len(start))
         estimated.append((counts + _PRIOR_PAIRS * start) / (counts.sum() + _PRIOR_PAIRS))
     return estimated
@@ -424,11 +433,35 @@ def _agreeing(schema: ItemSchema, comparisons: Sequence[Comparison], levels: I8)
     )
     agrees = levels[:, identifying] >= least
     chosen = agrees.sum(axis=1) >= min(2, len(identifying))
-    texts = [at for at in identifying if comparisons[at].kind == "words"]
-    if texts:
-        primary = max(texts, key=lambda at: schema.fields[comparisons[at].field].weight)
+    primary = _primary(schema, comparisons)
+    if primary is not None:
         chosen &= agrees[:, identifying.index(primary)]
     return np.flatnonzero(chosen).tolist()
+
+
+def _named(
+    comparisons: Sequence[Comparison], levels: I8, primary: int | None
+) -> npt.NDArray[np.bool_]:
+    """Per row, whether it may be a confident match: its primary text (a name, a title)
+    shares more than a word, or an identifier or codes agree at the top (a phone, an id, a
+    birth date: what one record holds). A pair held only by words a group shares (an album,
+    an artist, a building) is the next song or shop; held by an identifier, it is a match
+    written otherwise (names swapped, a name changed)."""
+    if primary is None:
+        return np.ones(len(levels), dtype=bool)
+    found = levels[:, primary] > NEAR_MISS_LEVEL
+    for at, comparison in enumerate(comparisons):
+        if comparison.kind in _ANCHOR_KINDS and comparison.kind != "words":
+            found |= levels[:, at] >= comparison.levels - 1
+    return found
+
+
+def _primary(schema: ItemSchema, comparisons: Sequence[Comparison]) -> int | None:
+    """The comparison of the heaviest words field (a name, a title), if any."""
+    texts = [at for at, c in enumerate(comparisons) if c.kind == "words"]
+    if not texts:
+        return None
+    return max(texts, key=lambda at: schema.fields[comparisons[at].field].weight)
 
 
 #: the level of words at which the lighter side is contained in the other
@@ -494,7 +527,11 @@ def fit(
         ranking = np.array([_similarity(schema, scores) for scores in similarities])
         best = _not_copies(scorer.comparisons, candidates, _mutual_best(pairs, ranking))
         anchors = _anchors(scorer.comparisons, candidates, best)
-        m = _estimate_m(scorer.comparisons, candidates, best, m0)
+        primary = _primary(schema, scorer.comparisons)
+        m = _estimate_m(scorer.comparisons, candidates, best, m0, primary)
+        if anchors:
+            rows = np.asarray(anchors, dtype=np.int64)
+            anchors = rows[_named(scorer.comparisons, candidates[rows], primary)].tolist()
     else:
         m, anchors = m0, []
     u0 = [np.asarray(row, dtype=float) for row in prior.u]
@@ -523,13 +560,12 @@ def fit(
         [final.evidence(row.tolist(), features[0]) for row in stop.each(randoms)]
     ).reshape(len(randoms), len(final.comparisons))
     if len(candidates):
-        texts = [at for at, c in enumerate(final.comparisons) if c.kind == "words"]
-        primary = None
-        if texts:
-            heaviest = max(texts, key=lambda at: schema.fields[final.comparisons[at].field].weight)
-            primary = candidates[:, heaviest]
+        heaviest = _primary(schema, final.comparisons)
+        primary_levels = None if heaviest is None else candidates[:, heaviest]
         start = prior_odds(evidence.sum(axis=1), _comparable_pairs(schema, items))
-        scales, intercept = calibrate(pairs, evidence, chance, anchors, len(items), primary, start)
+        scales, intercept = calibrate(
+            pairs, evidence, chance, anchors, len(items), primary_levels, start
+        )
         fitted = msgspec.structs.replace(fitted, scales=scales)
     else:
         intercept = None

@@ -151,6 +151,9 @@ class ItemPreparer:
 
 #: the first number in a string: sign, digits with thousands separators, decimals
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+#: a duration, "3:26" or "1:02:05": read as seconds (its first number alone, the minutes,
+#: would make every song of three minutes and some seconds equal)
+_DURATION = re.compile(r"^\s*(?:(\d+):)?(\d+):([0-5]\d)\s*$")
 
 
 def _scalar_text(record: dict[str, Any], key: str) -> str | None:
@@ -224,6 +227,10 @@ def _finite(spec: FieldSpec, key: str, raw: Any) -> float:
 
 def _number(spec: FieldSpec, raw: Any) -> NumberValue | None:
     if isinstance(raw, str):
+        duration = _DURATION.match(raw)
+        if duration is not None:
+            hours, minutes, seconds = (int(part or 0) for part in duration.groups())
+            return NumberValue(float(hours * 3600 + minutes * 60 + seconds))
         found = _NUMBER.search(raw.replace("\u00a0", " "))
         if found is None:
             return None  # "Album only", "call for price": no number given

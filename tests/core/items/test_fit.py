@@ -5,6 +5,7 @@ matches share more keys, needs recordlinkage, a bench extra)."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter, defaultdict
 
@@ -96,3 +97,22 @@ def test_an_entity_of_many_records_counts_its_words_once() -> None:
         for a in range(b)
     )
     assert matched >= 0.8 * len(features) * (len(features) - 1) / 2
+
+
+def test_a_title_sharing_a_word_at_most_speaks_against_a_match() -> None:
+    # iTunes-Amazon: the songs of one album agree on the artist, the album, the genre and
+    # the year; a pair held by those alone is the next song on the album, not a match
+    schema = ItemSchema.from_toml(public.schema_text("itunes-amazon"))
+    preparer = ItemPreparer(schema)
+    items = [preparer.prepare(record) for record, _ in public.load("itunes-amazon")]
+    model = fit(schema, items, seed=1)
+    title = next(
+        at
+        for at, comparison in enumerate(Scorer(schema, model).comparisons)
+        if comparison.kind == "words" and schema.fields[comparison.field].name == "Song_Name"
+    )
+    m, u = model.m[title], model.u[title]
+    evidence = [math.log2(m[level] / u[level]) for level in range(len(m))]
+    assert evidence[0] < -5.0  # no word shared
+    assert evidence[1] < 0.0  # a word shared ("feat.", "remix"), not two in a row
+    assert evidence[-1] > 5.0  # equal titles

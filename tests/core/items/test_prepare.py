@@ -128,6 +128,16 @@ def test_a_number_is_the_first_number_written_in_a_value(
     assert item.value(preparer.schema, "price") == NumberValue(value)
 
 
+@pytest.mark.parametrize(
+    ("duration", "seconds"), [("3:26", 206.0), (" 1:02:05 ", 3725.0), ("0:09", 9.0)]
+)
+def test_a_duration_is_read_as_seconds(
+    preparer: ItemPreparer, duration: str, seconds: float
+) -> None:
+    item = preparer.prepare(with_(price=duration))
+    assert item.value(preparer.schema, "price") == NumberValue(seconds)
+
+
 def test_a_value_with_no_number_in_a_number_field_is_missing(preparer: ItemPreparer) -> None:
     item = preparer.prepare(with_(price="call for price"))
     assert item.value(preparer.schema, "price") is None
