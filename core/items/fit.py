@@ -6,9 +6,9 @@
    title) one of them, are grouped (union-find), and a group counts as one item, so that
    a word is common when many entities hold it, not when one entity has many records (the
    company on hundreds of patent records; its records would otherwise agree on "common"
-   words only, and be cut apart). Grouping and counting repeat while the groups grow
-   (``_GROUPING_ROUNDS``); the songs of an album, which differ in their titles only, are
-   no group.
+   words only, and be cut apart); the songs of an album, which differ in their titles
+   only, are no group. One round: a second joined no more on the bench's corpora, and
+   each costs a comparison of every candidate pair.
 2. **u** (the levels of non-matching pairs): the levels of random pairs of the sample
    (of different sources when the schema links across them). Almost every random pair is
    a non-match, so their levels are the non-matches' (Fellegi and Sunter; splink does the
@@ -89,9 +89,6 @@ _STOP_EVERY = 2048
 _T = TypeVar("_T")
 #: the share of random pairs agreeing like confident matches that marks a crowded sample
 _CROWDED = 0.05
-#: rounds of grouping confident pairs and counting terms once a group, at most
-_GROUPING_ROUNDS = 3
-
 I8 = npt.NDArray[np.int8]
 
 
@@ -499,19 +496,15 @@ def fit(
     keyed = keyed_pairs(schema, counted, items, seed, should_stop)
     pairs = keyed.pairs
     candidates, similarities = _compared(scorer, features, stop.each(pairs))
-    groups = list(range(len(items)))
-    for _ in stop.each(range(_GROUPING_ROUNDS)):
-        regrouped = _groups(groups, pairs, _agreeing(schema, scorer.comparisons, candidates))
-        if regrouped == groups:
-            break
-        groups = regrouped
-        # an entity's records repeat its words: counted once an entity, the name of a
-        # company on hundreds of records tells as much as a name on two (and its records
-        # then agree as confidently as a small entity's, which may join more of them)
-        regrouped_counts = count_terms(schema, items, groups)
-        if not _skewed((words, values, codes), regrouped_counts):
-            continue  # entities of even sizes: the same shares, the same weights
-        words, values, codes = regrouped_counts
+    # an entity's records repeat its words: counted once an entity, the name of a company
+    # on hundreds of records tells as much as a name on two (and its records then agree as
+    # confidently as a small entity's); entities of even sizes keep the same shares, and
+    # the model counted by item
+    confident = _agreeing(schema, scorer.comparisons, candidates)
+    groups = _groups(list(range(len(items))), pairs, confident)
+    grouped_counts = count_terms(schema, items, groups)
+    if _skewed((words, values, codes), grouped_counts):
+        words, values, codes = grouped_counts
         counted = ItemModel(
             prior.comparisons, prior.m, prior.u, prior.prior, len(items), words, values, codes
         )

@@ -124,6 +124,8 @@ class ItemPreparer:
         if spec.type == "number":
             return _number(spec, raw)
         text = _field_text(spec, raw)
+        if text.strip().lower() in PLACEHOLDERS:
+            return None
         display = " ".join(text.split())[:DISPLAY_CHARS]
         if spec.type in ("text", "longtext"):
             reader = self._readers[spec.reading]
@@ -148,6 +150,10 @@ class ItemPreparer:
         value = normalise_identifier(text, spec.kind)
         return IdentifierValue(display, value, token_hash("v", value)) if value else None
 
+
+#: what exports write for a value they do not have (DBLP-Scholar's "N/A", pandas' "nan"):
+#: missing, not a value that thousands of records share
+PLACEHOLDERS = frozenset({"n/a", "#n/a", "n.a.", "null", "nan", "none", "unknown"})
 
 #: the first number in a string: sign, digits with thousands separators, decimals
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")

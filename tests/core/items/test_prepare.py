@@ -138,6 +138,13 @@ def test_a_duration_is_read_as_seconds(
     assert item.value(preparer.schema, "price") == NumberValue(seconds)
 
 
+@pytest.mark.parametrize("placeholder", ["N/A", " n/a ", "NULL", "nan", "None", "unknown"])
+def test_a_placeholder_is_a_missing_value(preparer: ItemPreparer, placeholder: str) -> None:
+    item = preparer.prepare(with_(address=placeholder, city=placeholder))
+    assert item.value(preparer.schema, "address") is None
+    assert item.value(preparer.schema, "city") is None
+
+
 def test_a_value_with_no_number_in_a_number_field_is_missing(preparer: ItemPreparer) -> None:
     item = preparer.prepare(with_(price="call for price"))
     assert item.value(preparer.schema, "price") is None
