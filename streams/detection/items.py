@@ -194,8 +194,14 @@ class _Batch:
                 zip(met.doc_ids[rows].tolist(), met.shared[rows].tolist(), strict=True)
             )
         self._stopped = {at: int(met.stopped[row]) for row, at in enumerate(live)}
-        # the items the batch reads, as the batch leaves them (None: removed)
-        known = sorted({item_doc_id(item.id) for item in items}.union(*self._met.values()))
+        # the items the batch reads, as the batch leaves them (None: removed), read at once:
+        # those of the batch and the stored ones that can be candidates (a stored item's
+        # count of shared keys is final here, and the least a candidate needs only grows)
+        known = sorted(
+            {item_doc_id(item.id) for item in items}.union(
+                *(self._may_be_candidates(met) for met in self._met.values())
+            )
+        )
         self._items = dict(zip(known, view.items.get_many(known), strict=True))
         self._item_keys: dict[int, list[int]] = {}
         self._prints = {at: values_fingerprint(items[at]) for at in live}
@@ -222,6 +228,10 @@ class _Batch:
     def _source_of(self, doc_id: int) -> str | None:
         item = self._item(doc_id)
         return None if item is None else item.source
+
+    def _may_be_candidates(self, met: dict[int, int]) -> list[int]:
+        least = min(self.scoring.model.least_shared, max(met.values(), default=0))
+        return [other for other, shared in met.items() if shared >= least]
 
     def _item(self, doc_id: int) -> PreparedItem | None:
         if doc_id not in self._items:
