@@ -543,15 +543,8 @@ def fit(
         prior.comparisons, _rows_of(m), _rows_of(u), 0.0, len(items), words, values, codes
     )
     final = Scorer(schema, fitted)
-    evidence = np.array(
-        [
-            final.evidence(row.tolist(), features[a])
-            for row, (a, _) in stop.each(zip(candidates, pairs, strict=False))
-        ]
-    ).reshape(len(pairs), len(final.comparisons))
-    chance = np.array(
-        [final.evidence(row.tolist(), features[0]) for row in stop.each(randoms)]
-    ).reshape(len(randoms), len(final.comparisons))
+    evidence = final.evidence_rows(candidates, [features[a] for a, _ in pairs])
+    chance = final.evidence_rows(randoms, [features[0]] * len(randoms))
     if len(candidates):
         heaviest = _primary(schema, final.comparisons)
         primary_levels = None if heaviest is None else candidates[:, heaviest]

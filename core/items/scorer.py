@@ -12,6 +12,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from .compare import (
     MISSING,
     CategoryFeatures,
@@ -192,6 +195,33 @@ class Scorer:
             for at in agreeing:
                 if at != strongest:
                     found[at] *= PLACE_SHARE
+        return found
+
+    def evidence_rows(
+        self, levels: npt.NDArray[np.int8], firsts: Sequence[ItemFeatures]
+    ) -> npt.NDArray[np.float64]:
+        """``evidence`` of many pairs at once (a row of levels each, ``firsts``: either item
+        of each): the same numbers, looked up by column; the fit scores tens of thousands."""
+        rows, columns = levels.shape
+        found = np.zeros((rows, columns))
+        for at in range(columns):
+            column = levels[:, at].astype(np.int64)
+            present = column != MISSING
+            table = np.array(self._log_m[at]) - np.array(self._log_u[at])
+            found[present, at] = table[column[present]]
+            top = len(self._log_m[at]) - 1
+            if self._values[at]:
+                for row in np.flatnonzero(column == top).tolist():
+                    found[row, at] = self._evidence_at(at, top, firsts[row])
+        if len(self._place) > 1:
+            place = found[:, self._place]
+            agreeing = place > 0.0
+            several = agreeing.sum(axis=1) > 1
+            if several.any():
+                strongest = np.argmax(np.where(agreeing, place, -np.inf), axis=1)
+                shared = agreeing & several[:, None]
+                shared[np.arange(rows), strongest] = False
+                found[:, self._place] = np.where(shared, place * PLACE_SHARE, place)
         return found
 
     def _evidence_at(self, at: int, level: int, a: ItemFeatures) -> float:

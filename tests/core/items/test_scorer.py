@@ -7,12 +7,13 @@ import random
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pytest
 from neardup.core.items.fit import candidate_pairs, fit
 from neardup.core.items.model import ItemModel
 from neardup.core.items.prepare import ItemPreparer, PreparedItem
 from neardup.core.items.schema import ItemSchema
-from neardup.core.items.scorer import Scorer
+from neardup.core.items.scorer import PLACE_SHARE, Scorer
 
 from bench.items import listings
 
@@ -56,3 +57,27 @@ def test_verify_gives_the_verdicts_of_score(
     assert stopped > len(pairs) // 4  # the bound does stop the hopeless pairs early
     if threshold is None:
         assert matched > 120  # the corpus's duplicates are among the pairs
+
+
+@pytest.mark.parametrize(
+    ("schema_file", "flavour", "rich"),
+    [("listings.toml", "coords", False), ("listings-rich.toml", "plain", True)],
+)
+def test_evidence_of_many_pairs_is_each_pair_s(schema_file: str, flavour: str, rich: bool) -> None:
+    schema, items, model = _fitted(schema_file, flavour, rich)
+    scorer = Scorer(schema, model)
+    features = [scorer.features(item.values) for item in items]
+    rng = random.Random(5)
+    pairs = candidate_pairs(schema, model, items)
+    pairs += [(rng.randrange(len(items)), rng.randrange(len(items))) for _ in range(1000)]
+    levels = np.array([scorer.compare(features[a], features[b])[0] for a, b in pairs], np.int8)
+    together = scorer.evidence_rows(levels, [features[a] for a, _ in pairs])
+    one_by_one = [
+        scorer.evidence(row.tolist(), features[a])
+        for row, (a, _) in zip(levels, pairs, strict=True)
+    ]
+    assert np.abs(together - np.array(one_by_one)).max() < 1e-12
+    # some pairs agree on where the item is twice (address and location, or the address's
+    # words and numbers): the share is met
+    raw = np.array([[scorer.weights[at][level] for at, level in enumerate(row)] for row in levels])
+    assert (np.isclose(together, raw * PLACE_SHARE) & (raw > 0)).any()
