@@ -512,9 +512,8 @@ def fit(
         features = [scorer.features(item.values) for item in stop.each(items)]
         candidates, similarities = _compared(scorer, features, stop.each(pairs))
     rng = random.Random(seed)
-    randoms, _ = _compared(
-        scorer, features, stop.each(_random_pairs(schema, items, RANDOM_PAIRS, rng))
-    )
+    random_pairs = _random_pairs(schema, items, RANDOM_PAIRS, rng)
+    randoms, _ = _compared(scorer, features, stop.each(random_pairs))
     m0 = [np.asarray(row, dtype=float) for row in prior.m]
     if len(candidates):
         ranking = np.array([_similarity(schema, scores) for scores in similarities])
@@ -544,7 +543,7 @@ def fit(
     )
     final = Scorer(schema, fitted)
     evidence = final.evidence_rows(candidates, [features[a] for a, _ in pairs])
-    chance = final.evidence_rows(randoms, [features[0]] * len(randoms))
+    chance = final.evidence_rows(randoms, [features[a] for a, _ in random_pairs])
     if len(candidates):
         heaviest = _primary(schema, final.comparisons)
         primary_levels = None if heaviest is None else candidates[:, heaviest]
