@@ -227,10 +227,7 @@ def _comparable(schema: ItemSchema, items: Sequence[PreparedItem], a: int, b: in
 
 
 def _random_pairs(
-    schema: ItemSchema,
-    items: Sequence[PreparedItem],
-    count: int,
-    rng: random.Random,
+    schema: ItemSchema, items: Sequence[PreparedItem], count: int, rng: random.Random
 ) -> list[tuple[int, int]]:
     """Pairs drawn at random (of different sources when the schema links across them)."""
     n = len(items)
@@ -238,19 +235,17 @@ def _random_pairs(
         return []
     everything = n * (n - 1) // 2
     if everything <= count:
-        drawn = [
+        return [
             (a, b) for a in range(n) for b in range(a + 1, n) if _comparable(schema, items, a, b)
         ]
-    else:
-        found: set[tuple[int, int]] = set()
-        tries = 0
-        while len(found) < count and tries < 20 * count:
-            tries += 1
-            a, b = rng.randrange(n), rng.randrange(n)
-            if a != b and _comparable(schema, items, a, b):
-                found.add((min(a, b), max(a, b)))
-        drawn = sorted(found)
-    return drawn
+    found: set[tuple[int, int]] = set()
+    tries = 0
+    while len(found) < count and tries < 20 * count:
+        tries += 1
+        a, b = rng.randrange(n), rng.randrange(n)
+        if a != b and _comparable(schema, items, a, b):
+            found.add((min(a, b), max(a, b)))
+    return sorted(found)
 
 
 def _skewed(
@@ -278,12 +273,10 @@ def _skewed(
 _SKEW = 4.0
 
 
-def _groups(
-    groups: Sequence[int], pairs: Sequence[tuple[int, int]], confident: Sequence[int]
-) -> list[int]:
-    """A label per item (the least position among its group's): ``groups`` joined along the
-    confident pairs (rows of ``pairs``), by union-find."""
-    parent = list(groups)
+def _groups(count: int, pairs: Sequence[tuple[int, int]], confident: Sequence[int]) -> list[int]:
+    """A label per item of ``count`` (the least position in its group): the items joined
+    along the confident pairs (rows of ``pairs``), by union-find."""
+    parent = list(range(count))
 
     def root(at: int) -> int:
         while parent[at] != at:
@@ -412,7 +405,7 @@ def _anchors(comparisons: Sequence[Comparison], levels: I8, best: Sequence[int])
     return chosen
 
 
-def _agreeing(schema: ItemSchema, comparisons: Sequence[Comparison], levels: I8) -> list[int]:
+def _agreeing(comparisons: Sequence[Comparison], levels: I8, primary: int | None) -> list[int]:
     """The rows agreeing on two identifying comparisons (or on the one there is), one of
     them the primary text (the heaviest: a name, a title) when there is one: at the top of
     an identifier or codes, at "contained" or above for words ("1200 main street" in
@@ -430,7 +423,6 @@ def _agreeing(schema: ItemSchema, comparisons: Sequence[Comparison], levels: I8)
     )
     agrees = levels[:, identifying] >= least
     chosen = agrees.sum(axis=1) >= min(2, len(identifying))
-    primary = _primary(schema, comparisons)
     if primary is not None:
         chosen &= agrees[:, identifying.index(primary)]
     return np.flatnonzero(chosen).tolist()
@@ -500,8 +492,9 @@ def fit(
     # on hundreds of records tells as much as a name on two (and its records then agree as
     # confidently as a small entity's); entities of even sizes keep the same shares, and
     # the model counted by item
-    confident = _agreeing(schema, scorer.comparisons, candidates)
-    groups = _groups(list(range(len(items))), pairs, confident)
+    primary = _primary(schema, scorer.comparisons)
+    confident = _agreeing(scorer.comparisons, candidates, primary)
+    groups = _groups(len(items), pairs, confident)
     grouped_counts = count_terms(schema, items, groups)
     if _skewed((words, values, codes), grouped_counts):
         words, values, codes = grouped_counts
@@ -519,7 +512,6 @@ def fit(
         ranking = np.array([_similarity(schema, scores) for scores in similarities])
         best = _not_copies(scorer.comparisons, candidates, _mutual_best(pairs, ranking))
         anchors = _anchors(scorer.comparisons, candidates, best)
-        primary = _primary(schema, scorer.comparisons)
         m = _estimate_m(scorer.comparisons, candidates, best, m0, primary)
         if anchors:
             rows = np.asarray(anchors, dtype=np.int64)
@@ -545,8 +537,7 @@ def fit(
     evidence = final.evidence_rows(candidates, [features[a] for a, _ in pairs])
     chance = final.evidence_rows(randoms, [features[a] for a, _ in random_pairs])
     if len(candidates):
-        heaviest = _primary(schema, final.comparisons)
-        primary_levels = None if heaviest is None else candidates[:, heaviest]
+        primary_levels = None if primary is None else candidates[:, primary]
         start = prior_odds(evidence.sum(axis=1), _comparable_pairs(schema, items))
         scales, intercept = calibrate(
             pairs, evidence, chance, anchors, len(items), primary_levels, start

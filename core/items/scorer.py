@@ -207,9 +207,8 @@ class Scorer:
         for at in range(columns):
             column = levels[:, at].astype(np.int64)
             present = column != MISSING
-            table = np.array(self._log_m[at]) - np.array(self._log_u[at])
-            found[present, at] = table[column[present]]
-            top = len(self._log_m[at]) - 1
+            found[present, at] = np.asarray(self.weights[at])[column[present]]
+            top = len(self.weights[at]) - 1
             if self._values[at]:
                 for row in np.flatnonzero(column == top).tolist():
                     found[row, at] = self._evidence_at(at, top, firsts[row])

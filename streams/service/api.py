@@ -97,12 +97,13 @@ class Api:
 
     def largest(self, limit: int) -> schemas.Largest:
         with self.source.reading() as state:
-            answer = {"clusters": _labelled(state, queries.largest_clusters(state, limit))}
+            largest = queries.largest_clusters(state, limit)
+            answer = {"clusters": _labelled(_labels(state), largest)}
         return schemas.answer_of(answer, schemas.Largest)
 
     def growing(self, limit: int) -> schemas.Growing:
         with self.source.reading() as state:
-            clusters = self._growing(state, limit)
+            clusters = self._growing(state, limit, _labels(state))
         return schemas.Growing(self.window, clusters)
 
     def lost_and_found(self, url: str, limit: int) -> schemas.LostAndFound:
@@ -170,9 +171,9 @@ class Api:
             live = [StoredSample(now, counters)] if now > since else []
             samples = [_sample(sample) for sample in [*stored, *live]]
             sizes = view.clusters.size_classes()
-            largest = _labelled(state, queries.largest_clusters(state, 10))
-            growing = self._growing(state, 10)
             labels = _labels(state)
+            largest = _labelled(labels, queries.largest_clusters(state, 10))
+            growing = self._growing(state, 10, labels)
         return schemas.Dashboard(
             now=round(now, 3),
             mode="pages" if labels is None else "items",
@@ -186,11 +187,13 @@ class Api:
             label_field=msgspec.UNSET if labels is None or labels.field is None else labels.field,
         )
 
-    def _growing(self, state: State, limit: int) -> list[schemas.GrowingCluster]:
+    def _growing(
+        self, state: State, limit: int, labels: reports.ItemLabels | None
+    ) -> list[schemas.GrowingCluster]:
         """The clusters that grew most in the last ``window`` seconds, from the samples the
-        writer recorded: a retired cluster's growth is its survivor's."""
+        writer recorded: a retired cluster's growth is its survivor's (labelled in item mode:
+        ``labels``)."""
         view = state.view()
-        labels = _labels(state)
         joined: Counter[int] = Counter()
         for sample in view.timeline.samples(time.time() - self.window):
             for cluster, documents in sample.grew:
@@ -239,9 +242,10 @@ def _labels(state: State) -> reports.ItemLabels | None:
     return None if schema is None else reports.ItemLabels(state.view(), schema)
 
 
-def _labelled(state: State, clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _labelled(
+    labels: reports.ItemLabels | None, clusters: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Clusters of a listing, each with its label in item mode."""
-    labels = _labels(state)
     if labels is not None:
         for cluster in clusters:
             _label(cluster, labels.cluster(queries.parse_id(cluster["cluster"])))
