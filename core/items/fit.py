@@ -13,7 +13,10 @@
    (of different sources when the schema links across them). Almost every random pair is
    a non-match, so their levels are the non-matches' (Fellegi and Sunter; splink does the
    same). Candidates are not: most candidates of a record are near misses, and its match
-   is among them. When one entity fills the sample (``_CROWDED``: random pairs agree
+   is among them. A text field's levels above the lowest need shared words, which random
+   pairs seldom have: pairs sharing a word are drawn through the words and weighed by how
+   much likelier the draw made them (``chance.py``), so a rare level's u is measured, not
+   the prior's. When one entity fills the sample (``_CROWDED``: random pairs agree
    as confident matches do), random pairs are its matches, and u, the value counts and
    the scales are left at the schema's prior.
 3. **m** (the levels of matching pairs), counted over anchor pairs: the candidates that are
@@ -52,7 +55,17 @@ import numpy.typing as npt
 from ..exceptions import AbandonedError
 from .blocking import Blocker
 from .calibration import LEAST_ANCHORS, NEAR_MISS_LEVEL, calibrate, prior_odds, scaled
-from .compare import MISSING, Comparison, codes_of, comparisons_of, term_hash
+from .chance import word_level_shares
+from .compare import (
+    MISSING,
+    Comparison,
+    Features,
+    TextFeatures,
+    codes_of,
+    comparisons_of,
+    term_hash,
+    words_level,
+)
 from .model import Counts, ItemModel
 from .prepare import PreparedItem
 from .schema import ItemSchema
@@ -315,6 +328,14 @@ class _Stopper:
             yield step
 
 
+def _text(features: Features | None) -> TextFeatures | None:
+    return features if isinstance(features, TextFeatures) else None
+
+
+def _words_level(a: TextFeatures, b: TextFeatures) -> int:
+    return words_level(a, b)[0]
+
+
 def _shares(levels: I8, weights: npt.NDArray[np.float64], size: int) -> npt.NDArray[np.float64]:
     """Per level, the weighted count of pairs at it (pairs MISSING here left out)."""
     present = levels != MISSING
@@ -527,8 +548,23 @@ def fit(
         u, anchors, values = u0, [], prior.values
     else:
         u = []
+        sources = [item.source for item in items] if schema.link == "across" else None
         for column, chance_prior in enumerate(u0):
             counts = _shares(randoms[:, column], np.ones(len(randoms)), len(chance_prior))
+            comparison = scorer.comparisons[column]
+            if comparison.kind == "words":
+                texts = [_text(f.fields[comparison.field]) for f in features]
+                drawn = word_level_shares(
+                    texts,
+                    _words_level,
+                    len(chance_prior),
+                    random_pairs,
+                    randoms[:, column].tolist(),
+                    sources,
+                    rng,
+                )
+                if drawn is not None:
+                    counts = drawn * counts.sum()
             u.append((counts + _PRIOR_PAIRS * chance_prior) / (counts.sum() + _PRIOR_PAIRS))
     fitted = ItemModel(
         prior.comparisons, _rows_of(m), _rows_of(u), 0.0, len(items), words, values, codes
