@@ -30,6 +30,7 @@ from neardup.core.items.blocking import Blocker
 from neardup.core.items.prepare import ItemPreparer, PreparedItem
 from neardup.core.items.schema import ItemSchema
 from neardup.core.items.scorer import Scorer
+from neardup.state.items import item_doc_id
 from neardup.streams.detection.communities import across, components, parts
 from neardup.streams.detection.item_fit import fit_model
 
@@ -63,20 +64,26 @@ def clusters_of(
     edges: Sequence[tuple[int, int, float]],
     schema: ItemSchema,
     sources: Sequence[str | None],
+    names: Sequence[int] | None = None,
 ) -> list[int]:
-    """A cluster label per item, from the graph of matches (``communities.py``)."""
+    """A cluster label per item, from the graph of matches (``communities.py``); ``names``:
+    each item's node in a run (its doc id), which breaks ties between equal scores as a
+    run does (two copies matching one record, where ``link = "across"`` takes one)."""
+    name = list(range(count)) if names is None else list(names)
+    at = {node: index for index, node in enumerate(name)}
     graph: dict[int, dict[int, float]] = defaultdict(dict)
     for a, b, score in edges:
-        graph[a][b] = graph[b][a] = max(score, graph[a].get(b, 0.0))
+        x, y = name[a], name[b]
+        graph[x][y] = graph[y][x] = max(score, graph[x].get(y, 0.0))
     labels = list(range(count))
     for component in components(sorted(graph), graph):
         if schema.link == "across":
-            cut = across(component, graph, lambda node: {sources[node]})
+            cut = across(component, graph, lambda node: {sources[at[node]]})
         else:
             cut = parts(component, graph)
         for group in cut:
             for member in group:
-                labels[member] = group[0]
+                labels[at[member]] = at[group[0]]
     return labels
 
 
@@ -167,7 +174,13 @@ def evaluate(
         for key in keys[at][0]:
             if len(index[key]) < cap:
                 index[key].append(at)
-    labels = clusters_of(len(items), edges, schema, [item.source for item in items])
+    labels = clusters_of(
+        len(items),
+        edges,
+        schema,
+        [item.source for item in items],
+        [item_doc_id(item.id) for item in items],
+    )
     detected = time.perf_counter()
     if labelled is None:
         scores = pair_scores(labels, truth)
