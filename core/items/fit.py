@@ -549,10 +549,12 @@ def fit(
     else:
         u = []
         sources = [item.source for item in items] if schema.link == "across" else None
+        # when the random pairs are every pair, their levels are exact: nothing to draw
+        sampled = len(random_pairs) < _comparable_pairs(schema, items)
         for column, chance_prior in enumerate(u0):
             counts = _shares(randoms[:, column], np.ones(len(randoms)), len(chance_prior))
             comparison = scorer.comparisons[column]
-            if comparison.kind == "words":
+            if sampled and comparison.kind == "words":
                 texts = [_text(f.fields[comparison.field]) for f in features]
                 drawn = word_level_shares(
                     texts,
