@@ -3,10 +3,10 @@ where the agreement is.
 
 Every level of word agreement but the lowest asks two items to share words, and two random
 items seldom do: among the fit's 40,000 random pairs a title "sharing half its weight" turns
-up a few times or never, so its u was the prior's guess, not the data's. On DBLP-Scholar
-that guess made a title sharing half its words worth 15 bits against a prior of -16, and
-papers on one topic chained into clusters of hundreds. Ten times as many random pairs
-measured it (F1 0.08 to 0.36) but made the fit three times slower.
+up a few times or never, and its u would be the prior's guess, not the data's (on
+DBLP-Scholar, a guess that makes such a title worth 15 bits against prior odds of -16, and
+joins papers on one topic into clusters of hundreds). Ten times as many random pairs would
+measure it, at up to three times the fit's time.
 
 So pairs that share a word are drawn on purpose: an item at random, one of its words (held
 by another item) at random, an item holding that word at random; each drawn pair is
@@ -48,7 +48,8 @@ def word_level_shares(
     """Each level's share of the pairs whose field is present in both items (``sources``:
     each item's, when only pairs of different sources are compared): pairs sharing a word
     estimated from ``draws`` pairs drawn through a shared word, the others from the
-    ``uniform`` random pairs (those sharing no word). None when there is nothing to draw
+    ``uniform`` random pairs sharing no word (``uniform_levels``: the levels of all of
+    them, MISSING where either lacks the field). None when there is nothing to draw
     from (no word held twice, or no uniform pair with the field)."""
     holders: dict[str, list[int]] = {}
     for at, text in enumerate(texts):
