@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from .compare import TextFeatures
 
-__all__ = ["SHARED_DRAWS", "word_level_shares"]
+__all__ = ["SHARED_DRAWS", "comparable_pairs", "word_level_shares"]
 
 #: pairs drawn through a shared word, per text field
 SHARED_DRAWS = 20_000
@@ -64,7 +64,7 @@ def word_level_shares(
         for (a, b), level in zip(uniform, uniform_levels, strict=True)
         if texts[a] is not None and texts[b] is not None
     ]
-    pairs = _comparable_pairs(present, sources)
+    pairs = comparable_pairs(present, sources)
     if not starts or not both or pairs <= 0.0:
         return None
     shares = np.zeros(levels)
@@ -96,7 +96,9 @@ def word_level_shares(
     return shares / total if total > 0.0 else None
 
 
-def _comparable_pairs(present: Sequence[int], sources: Sequence[str | None] | None) -> float:
+def comparable_pairs(present: Sequence[int], sources: Sequence[str | None] | None) -> float:
+    """The pairs of the items at ``present`` that are compared: all of them, or those of
+    different sources (``sources``: each item's, when the schema links across them)."""
     n = len(present)
     if sources is None:
         return n * (n - 1) / 2.0

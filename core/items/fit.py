@@ -55,7 +55,7 @@ import numpy.typing as npt
 from ..exceptions import AbandonedError
 from .blocking import Blocker
 from .calibration import LEAST_ANCHORS, NEAR_MISS_LEVEL, calibrate, prior_odds, scaled
-from .chance import word_level_shares
+from .chance import comparable_pairs, word_level_shares
 from .compare import (
     MISSING,
     Comparison,
@@ -527,6 +527,8 @@ def fit(
         candidates, similarities = _compared(scorer, features, stop.each(pairs))
     rng = random.Random(seed)
     random_pairs = _random_pairs(schema, items, RANDOM_PAIRS, rng)
+    sources = [item.source for item in items] if schema.link == "across" else None
+    comparable = comparable_pairs(range(len(items)), sources)
     randoms, _ = _compared(scorer, features, stop.each(random_pairs))
     m0 = [np.asarray(row, dtype=float) for row in prior.m]
     if len(candidates):
@@ -548,9 +550,8 @@ def fit(
         u, anchors, values = u0, [], prior.values
     else:
         u = []
-        sources = [item.source for item in items] if schema.link == "across" else None
         # when the random pairs are every pair, their levels are exact: nothing to draw
-        sampled = len(random_pairs) < _comparable_pairs(schema, items)
+        sampled = len(random_pairs) < comparable
         for column, chance_prior in enumerate(u0):
             counts = _shares(randoms[:, column], np.ones(len(randoms)), len(chance_prior))
             comparison = scorer.comparisons[column]
@@ -576,7 +577,7 @@ def fit(
     chance = final.evidence_rows(randoms, [features[a] for a, _ in random_pairs])
     if len(candidates):
         primary_levels = None if primary is None else candidates[:, primary]
-        start = prior_odds(evidence.sum(axis=1), _comparable_pairs(schema, items))
+        start = prior_odds(evidence.sum(axis=1), comparable)
         scales, intercept = calibrate(
             pairs, evidence, chance, anchors, len(items), primary_levels, start
         )
@@ -591,7 +592,7 @@ def fit(
         fitted = msgspec.structs.replace(fitted, prior=(start + min(start, intercept)) / 2.0)
     else:
         weights = scaled(evidence, fitted.scales)
-        odds = prior_odds(weights, _comparable_pairs(schema, items))
+        odds = prior_odds(weights, comparable)
         fitted = msgspec.structs.replace(fitted, prior=odds)
     return _keys_matches_share(schema, fitted, features, keyed, evidence, stop)
 
@@ -619,14 +620,3 @@ def _keys_matches_share(
 
 def _rows_of(rows: Sequence[npt.NDArray[np.float64]]) -> tuple[tuple[float, ...], ...]:
     return tuple(tuple(float(x) for x in row) for row in rows)
-
-
-def _comparable_pairs(schema: ItemSchema, items: Sequence[PreparedItem]) -> float:
-    n = len(items)
-    if schema.link != "across":
-        return n * (n - 1) / 2.0
-    by_source: dict[str | None, int] = defaultdict(int)
-    for item in items:
-        by_source[item.source] += 1
-    same = sum(k * (k - 1) / 2.0 for k in by_source.values())
-    return n * (n - 1) / 2.0 - same

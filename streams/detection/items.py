@@ -230,6 +230,8 @@ class _Batch:
         return None if item is None else item.source
 
     def _may_be_candidates(self, met: dict[int, int]) -> list[int]:
+        """Those of ``met`` (keys shared by each) sharing at least the model's
+        ``least_shared`` keys, or as many as the one sharing most, if it shares fewer."""
         least = min(self.scoring.model.least_shared, max(met.values(), default=0))
         return [other for other, shared in met.items() if shared >= least]
 
@@ -264,9 +266,7 @@ class _Batch:
             for other in self._posted.get(key, ()):
                 met[other] += 1
         met.pop(doc_id, None)
-        ranked = sorted(met, key=lambda other: (-met[other], other))
-        least = min(self.scoring.model.least_shared, met[ranked[0]]) if ranked else 0
-        return [other for other in ranked if met[other] >= least]
+        return sorted(self._may_be_candidates(met), key=lambda other: (-met[other], other))
 
     def add(self, at: int, item: PreparedItem) -> None:
         view = self.view
