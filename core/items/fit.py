@@ -23,7 +23,9 @@
    each other's best (by the schema-weighted mean of their fields' similarities) and agree
    at the top of two identifying comparisons (a name and a phone, a title and a code) other
    than the one whose m is counted, which plays no part in choosing its anchors (as splink
-   trains m on blocks, leaving the blocking field out). Copies (every field equal) are left
+   trains m on blocks, leaving the blocking field out). An exact agreement on a value that
+   a third item holds (a column's title, a journal) is a series', not an entity's, and
+   anchors nothing (``_common_agreements``). Copies (every field equal) are left
    out, and so are pairs whose primary text (the heaviest: a name, a title) shares a word
    at most, unless an identifier or codes agree (``_named``): the songs of an album agree
    on all but their titles, and counted as matches they made a title sharing "feat." or
@@ -373,14 +375,17 @@ def _estimate_m(
     anchors: Sequence[int],
     m0: Sequence[npt.NDArray[np.float64]],
     primary: int | None = None,
+    common: npt.NDArray[np.bool_] | None = None,
 ) -> list[npt.NDArray[np.float64]]:
     """m of every comparison, counted over anchor pairs: mutual best candidates that agree
     at the top of two identifying comparisons other than the one estimated (a name and a
     phone, a title and a code). Two such agreements are rarely by chance, and the estimated
     comparison plays no part in choosing its pairs (as splink trains on blocks, leaving the
     blocking field out); one agreement alone is not enough: a chain's branches share a name
-    and nothing else. A comparison whose schema has too few identifying others is counted
-    over anchors agreeing on the one there is. The prior fills in what the anchors lack."""
+    and nothing else. An agreement on a value that a third item holds identifies neither
+    (``common``, per row of ``levels``: ``_common_agreements``). A comparison whose schema
+    has too few identifying others is counted over anchors agreeing on the one there is.
+    The prior fills in what the anchors lack."""
     anchor_levels = levels[anchors]
     identifying = [
         at for at, comparison in enumerate(comparisons) if comparison.kind in _ANCHOR_KINDS
@@ -388,6 +393,8 @@ def _estimate_m(
     top = np.zeros(anchor_levels.shape, dtype=bool)
     for at in identifying:
         top[:, at] = anchor_levels[:, at] >= _near_top(comparisons[at])
+    if common is not None:
+        top &= ~common[anchors]
     named = _named(comparisons, anchor_levels, primary)
     estimated = []
     for column, start in enumerate(m0):
@@ -402,6 +409,33 @@ def _estimate_m(
         counts = _shares(anchor_levels[chosen, column], np.ones(int(chosen.sum())), len(start))
         estimated.append((counts + _PRIOR_PAIRS * start) / (counts.sum() + _PRIOR_PAIRS))
     return estimated
+
+
+def _common_agreements(
+    scorer: Scorer,
+    features: Sequence[ItemFeatures],
+    pairs: Sequence[tuple[int, int]],
+    levels: I8,
+) -> npt.NDArray[np.bool_]:
+    """Per pair and comparison, whether the pair agrees exactly on a whole value that a
+    third item of the sample holds too: a column's title ("Recent BT Patents", "Foreword"),
+    a journal, an author who wrote several papers. Such an agreement is how a series looks,
+    not an entity; anchored on it, the matches' m took in the series' other pages, whose
+    authors and years differ (DBLP-Scholar: m of authors disagreeing 0.28, 0.10 in truth).
+    An entity's records that are three or more do not anchor on the value then; the pairs
+    that do are enough to count m."""
+    common = np.zeros(levels.shape, dtype=bool)
+    if not len(pairs):
+        return common
+    firsts = np.array([a for a, _ in pairs], dtype=np.int64)
+    for at, comparison in enumerate(scorer.comparisons):
+        if comparison.kind not in _ANCHOR_KINDS:
+            continue
+        values = [scorer.exact_value(at, item) for item in features]
+        held = Counter(value for value in values if value is not None)
+        shared = np.array([v is not None and held[v] > 2 for v in values], dtype=bool)
+        common[:, at] = (levels[:, at] == comparison.levels - 1) & shared[firsts]
+    return common
 
 
 def _not_copies(comparisons: Sequence[Comparison], levels: I8, rows: Sequence[int]) -> list[int]:
@@ -535,7 +569,8 @@ def fit(
         ranking = np.array([_similarity(schema, scores) for scores in similarities])
         best = _not_copies(scorer.comparisons, candidates, _mutual_best(pairs, ranking))
         anchors = _anchors(scorer.comparisons, candidates, best)
-        m = _estimate_m(scorer.comparisons, candidates, best, m0, primary)
+        common = _common_agreements(scorer, features, pairs, candidates)
+        m = _estimate_m(scorer.comparisons, candidates, best, m0, primary, common)
         if anchors:
             rows = np.asarray(anchors, dtype=np.int64)
             anchors = rows[_named(scorer.comparisons, candidates[rows], primary)].tolist()
