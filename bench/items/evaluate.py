@@ -36,7 +36,7 @@ from neardup.streams.detection.item_fit import fit_model
 
 from . import febrl, listings, public
 
-__all__ = ["evaluate", "labelled_scores", "load_corpus", "main", "pair_scores"]
+__all__ = ["across_scores", "evaluate", "labelled_scores", "load_corpus", "main", "pair_scores"]
 
 SCHEMAS = Path(str(files("bench.items").joinpath("schemas")))
 #: generated corpora: with coordinates or without ("-plain"), with a description and a price
@@ -93,16 +93,26 @@ def pair_scores(predicted: Sequence[int], truth: Sequence[str]) -> dict[str, flo
     together = sum(comb(n, 2) for n in both.values())
     predicted_pairs = sum(comb(n, 2) for n in Counter(predicted).values())
     true_pairs = sum(comb(n, 2) for n in Counter(truth).values())
-    precision = together / predicted_pairs if predicted_pairs else 1.0
-    recall = together / true_pairs if true_pairs else 1.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {
-        "precision": precision,
-        "recall": recall,
-        "f1": f1,
-        "true_pairs": true_pairs,
-        "predicted_pairs": predicted_pairs,
-    }
+    return _scores(together, predicted_pairs, true_pairs)
+
+
+def across_scores(
+    predicted: Sequence[int | str], truth: Sequence[str], sources: Sequence[str | None]
+) -> dict[str, float]:
+    """Pairwise precision, recall and F1 over the pairs of records of two different
+    sources alone (a mapping's truth: ``public.mapped``)."""
+
+    def pairs(keys: Sequence[object]) -> int:
+        by_source: dict[object, Counter[str | None]] = defaultdict(Counter)
+        for key, source in zip(keys, sources, strict=True):
+            by_source[key][source] += 1
+        return sum(
+            (sum(held.values()) ** 2 - sum(n * n for n in held.values())) // 2
+            for held in by_source.values()
+        )
+
+    together = pairs(list(zip(predicted, truth, strict=True)))
+    return _scores(together, pairs(predicted), pairs(truth))
 
 
 def labelled_scores(
@@ -118,15 +128,19 @@ def labelled_scores(
         tp += together and match
         fp += together and not match
         fn += match and not together
-    precision = tp / (tp + fp) if tp + fp else 1.0
-    recall = tp / (tp + fn) if tp + fn else 1.0
+    return _scores(tp, tp + fp, tp + fn)
+
+
+def _scores(together: int, predicted_pairs: int, true_pairs: int) -> dict[str, float]:
+    precision = together / predicted_pairs if predicted_pairs else 1.0
+    recall = together / true_pairs if true_pairs else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {
         "precision": precision,
         "recall": recall,
         "f1": f1,
-        "true_pairs": tp + fn,
-        "predicted_pairs": tp + fp,
+        "true_pairs": true_pairs,
+        "predicted_pairs": predicted_pairs,
     }
 
 
@@ -135,8 +149,10 @@ def evaluate(
     corpus: Sequence[tuple[dict[str, Any], str]],
     labelled: Mapping[tuple[str, str], bool] | None = None,
     cap: int = 1000,
+    across: bool = False,
 ) -> dict[str, Any]:
-    """Run the reference pipeline over the corpus and score it."""
+    """Run the reference pipeline over the corpus and score it (``across``: on the pairs
+    across sources too, under ``across_sources``)."""
     started = time.perf_counter()
     preparer = ItemPreparer(schema)
     items: list[PreparedItem] = []
@@ -182,10 +198,14 @@ def evaluate(
         [item_doc_id(item.id) for item in items],
     )
     detected = time.perf_counter()
+    scores: dict[str, Any]
     if labelled is None:
         scores = pair_scores(labels, truth)
     else:
         scores = labelled_scores({item.id: labels[at] for at, item in enumerate(items)}, labelled)
+    if across:
+        sources = [item.source for item in items]
+        scores = {**scores, "across_sources": across_scores(labels, truth, sources)}
     sizes = Counter(labels)
     return {
         "items": len(items),
@@ -243,7 +263,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.threshold is not None:
         text = f"threshold = {args.threshold}\n{text}"
     labelled = public.labelled_pairs(args.corpus) if args.corpus in public.CORPORA else None
-    result = evaluate(ItemSchema.from_toml(text), corpus, labelled, args.cap)
+    across = args.corpus in public.CORPORA and public.mapped(args.corpus)
+    result = evaluate(ItemSchema.from_toml(text), corpus, labelled, args.cap, across)
     result["corpus"] = args.corpus
     if args.json:
         print(json.dumps(result))

@@ -11,7 +11,8 @@ from: ``data/SOURCES.md``):
   appear in a labelled pair are taken (the tables hold tens of thousands of records whose
   matches were never labelled; iTunes-Amazon's second table is rebuilt from the pairs), and
   their scores count the labelled pairs alone (``labelled_pairs``): pairs never labelled
-  include true matches.
+  include true matches. The Leipzig corpora are scored on every pair and on the pairs
+  across their two tables, which their mapping covers (``mapped``).
 
 Each record gets ``id`` (``a:ID`` or ``b:ID``) and ``source`` (``a`` or ``b``); columns are
 renamed where the two tables name one field differently. The truth: the connected parts of
@@ -33,7 +34,7 @@ from typing import Any
 
 from .peers._input import UnionFind
 
-__all__ = ["CORPORA", "labelled_pairs", "load", "schema_text"]
+__all__ = ["CORPORA", "labelled_pairs", "load", "mapped", "schema_text"]
 
 DATA = Path(str(files("bench.items").joinpath("data")))
 SCHEMAS = Path(str(files("bench.items").joinpath("schemas")))
@@ -152,6 +153,14 @@ def labelled_pairs(name: str) -> dict[tuple[str, str], bool] | None:
             a, b = "a:" + row["ltable_id"], "b:" + row["rtable_id"]
             labels[(a, b)] = labels[(b, a)] = row["label"] == "1"
     return labels
+
+
+def mapped(name: str) -> bool:
+    """Whether the corpus's truth is a mapping between its two tables (Leipzig): complete
+    for the pairs across the tables, silent on a table's own repeats (Scholar lists a paper
+    several times; where DBLP lacks the paper, nothing says the listings are one). Such a
+    corpus is scored on the pairs across its tables too (``evaluate.across_scores``)."""
+    return _CORPORA[name].mapping is not None
 
 
 def schema_text(name: str) -> str:

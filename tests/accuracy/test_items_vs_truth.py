@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.items.evaluate import load_corpus
+from bench.items.evaluate import across_scores, load_corpus, pair_scores
 from bench.items.real import measure
 
 
@@ -28,3 +28,16 @@ def test_pairwise_f1_of_item_clusters(corpus: str, least_f1: float, least_precis
     assert found["f1"] >= least_f1, found
     assert found["precision"] >= least_precision, found
     assert found["largest_cluster"] <= 20, found
+
+
+def test_pairs_across_sources_leave_a_sources_own_pairs_out() -> None:
+    # a mapping says nothing of b1-b2 (two listings of one paper, or of two): those pairs
+    # are neither right nor wrong across sources
+    predicted = [1, 1, 1, 2]
+    truth = ["x", "x", "y", "y"]
+    sources = ["a", "b", "b", "a"]
+    every = pair_scores(predicted, truth)
+    across = across_scores(predicted, truth, sources)
+    assert (every["predicted_pairs"], every["true_pairs"]) == (3, 2)
+    assert (across["predicted_pairs"], across["true_pairs"], across["precision"]) == (2, 2, 0.5)
+    assert across["recall"] == 0.5

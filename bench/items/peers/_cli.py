@@ -49,10 +49,12 @@ def score(
     labels: Mapping[str, str],
     truth: Mapping[str, str],
     labelled: Mapping[tuple[str, str], bool] | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Pairwise precision, recall and F1 of "same cluster" (``evaluate.pair_scores``), or
-    over the labelled pairs alone (``evaluate.labelled_scores``) when the corpus has them."""
-    from ..evaluate import labelled_scores, pair_scores
+    over the labelled pairs alone (``evaluate.labelled_scores``) when the corpus has them;
+    with ``sources`` (a mapping's corpus), over the pairs across sources too."""
+    from ..evaluate import across_scores, labelled_scores, pair_scores
 
     ids = list(truth)
     predicted = [labels[i] for i in ids]
@@ -60,6 +62,11 @@ def score(
         scores: dict[str, Any] = labelled_scores(labels, labelled)
     else:
         scores = pair_scores(predicted, [truth[i] for i in ids])  # type: ignore[arg-type]
+    if sources is not None:
+        found = across_scores(predicted, [truth[i] for i in ids], [sources[i] for i in ids])
+        scores["across_sources"] = {
+            k: round(v, 4) if isinstance(v, float) else v for k, v in found.items()
+        }
     out = {k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()}
     out["largest_cluster"] = max(Counter(predicted).values(), default=0)
     out["largest_true_cluster"] = max(Counter(truth.values()).values(), default=0)
@@ -70,10 +77,11 @@ def _summary(
     result: dict[str, Any],
     truth: Mapping[str, str],
     labelled: Mapping[tuple[str, str], bool] | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     if not result.get("completed", True):
         return result
-    out = {"seconds": result["seconds"], **score(result["labels"], truth, labelled)}
+    out = {"seconds": result["seconds"], **score(result["labels"], truth, labelled, sources)}
     if "child" in result:
         out["peak_rss_mb"] = result["child"]["peak_rss_mb"]
         out["peak_group_mb"] = result["child"]["peak_group_mb"]
@@ -100,7 +108,7 @@ def _summary(
             out["one_to_one"] = {
                 "clustering": "cluster_using_single_best_links",
                 "seconds": result["one_to_one"]["seconds"],
-                **score(result["one_to_one"]["labels"], truth, labelled),
+                **score(result["one_to_one"]["labels"], truth, labelled, sources),
             }
     else:
         best = result["best"]
@@ -110,7 +118,7 @@ def _summary(
             "expected_precision": round(best["expected_precision"], 4),
             "expected_recall": round(best["expected_recall"], 4),
             "seconds": best["seconds"],
-            **score(best["labels"], truth, labelled),
+            **score(best["labels"], truth, labelled, sources),
         }
         out["questions"] = result["questions"]
         out["pairs_scored"] = result["pairs_scored"]
@@ -145,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .. import public
 
     labelled = public.labelled_pairs(args.corpus) if args.corpus in public.CORPORA else None
+    mapped = args.corpus in public.CORPORA and public.mapped(args.corpus)
+    sources = {record["id"]: record["source"] for record in records} if mapped else None
     report: dict[str, Any] = {
         "corpus": args.corpus,
         "records": len(records),
@@ -161,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             peer, records, fields, truth if peer == "dedupe" else None,
             timeout=args.timeout, memory_mb=args.memory_mb, **options,
         )  # fmt: skip
-        report[peer] = _summary(result, truth, labelled)
+        report[peer] = _summary(result, truth, labelled, sources)
         if args.configs is not None and result.get("completed"):
             args.configs.mkdir(parents=True, exist_ok=True)
             path = args.configs / f"{args.corpus}.{peer}.json"
