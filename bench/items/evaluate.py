@@ -190,13 +190,8 @@ def evaluate(
         for key in keys[at][0]:
             if len(index[key]) < cap:
                 index[key].append(at)
-    labels = clusters_of(
-        len(items),
-        edges,
-        schema,
-        [item.source for item in items],
-        [item_doc_id(item.id) for item in items],
-    )
+    sources = [item.source for item in items]
+    labels = clusters_of(len(items), edges, schema, sources, [item_doc_id(i.id) for i in items])
     detected = time.perf_counter()
     scores: dict[str, Any]
     if labelled is None:
@@ -204,7 +199,6 @@ def evaluate(
     else:
         scores = labelled_scores({item.id: labels[at] for at, item in enumerate(items)}, labelled)
     if across:
-        sources = [item.source for item in items]
         scores = {**scores, "across_sources": across_scores(labels, truth, sources)}
     sizes = Counter(labels)
     return {

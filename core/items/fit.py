@@ -416,6 +416,7 @@ def _common_agreements(
     features: Sequence[ItemFeatures],
     pairs: Sequence[tuple[int, int]],
     levels: I8,
+    held: Sequence[Counts],
 ) -> npt.NDArray[np.bool_]:
     """Per pair and comparison, whether the pair agrees exactly on a whole value that a
     third item of the sample holds too: a column's title ("Recent BT Patents", "Foreword"),
@@ -423,7 +424,8 @@ def _common_agreements(
     not an entity; anchored on it, the matches' m took in the series' other pages, whose
     authors and years differ (DBLP-Scholar: m of authors disagreeing 0.28, 0.10 in truth).
     An entity's records that are three or more do not anchor on the value then; the pairs
-    that do are enough to count m."""
+    that do are enough to count m. ``held``: each comparison's whole values counted by item
+    (``count_terms``)."""
     common = np.zeros(levels.shape, dtype=bool)
     if not len(pairs):
         return common
@@ -431,9 +433,9 @@ def _common_agreements(
     for at, comparison in enumerate(scorer.comparisons):
         if comparison.kind not in _ANCHOR_KINDS:
             continue
+        holders = held[at].as_dict()
         values = [scorer.exact_value(at, item) for item in features]
-        held = Counter(value for value in values if value is not None)
-        shared = np.array([v is not None and held[v] > 2 for v in values], dtype=bool)
+        shared = np.array([v is not None and holders.get(v, 0) > 2 for v in values], dtype=bool)
         common[:, at] = (levels[:, at] == comparison.levels - 1) & shared[firsts]
     return common
 
@@ -533,6 +535,7 @@ def fit(
     stop = _Stopper(should_stop)
     prior = ItemModel.prior_of(schema)
     words, values, codes = count_terms(schema, items)
+    by_item = values  # each item's whole values, before an entity's records count once
     counted = ItemModel(
         prior.comparisons, prior.m, prior.u, prior.prior, len(items), words, values, codes
     )
@@ -569,7 +572,7 @@ def fit(
         ranking = np.array([_similarity(schema, scores) for scores in similarities])
         best = _not_copies(scorer.comparisons, candidates, _mutual_best(pairs, ranking))
         anchors = _anchors(scorer.comparisons, candidates, best)
-        common = _common_agreements(scorer, features, pairs, candidates)
+        common = _common_agreements(scorer, features, pairs, candidates, by_item)
         m = _estimate_m(scorer.comparisons, candidates, best, m0, primary, common)
         if anchors:
             rows = np.asarray(anchors, dtype=np.int64)

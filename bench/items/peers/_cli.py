@@ -64,13 +64,15 @@ def score(
         scores = pair_scores(predicted, [truth[i] for i in ids])  # type: ignore[arg-type]
     if sources is not None:
         found = across_scores(predicted, [truth[i] for i in ids], [sources[i] for i in ids])
-        scores["across_sources"] = {
-            k: round(v, 4) if isinstance(v, float) else v for k, v in found.items()
-        }
-    out = {k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()}
+        scores["across_sources"] = _rounded(found)
+    out = _rounded(scores)
     out["largest_cluster"] = max(Counter(predicted).values(), default=0)
     out["largest_true_cluster"] = max(Counter(truth.values()).values(), default=0)
     return out
+
+
+def _rounded(scores: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()}
 
 
 def _summary(
