@@ -16,7 +16,8 @@ of matches among all the pairs that could be compared: the fixed point of λ = (
 the candidates' match probabilities under λ) / pairs.
 
 Written here with numpy: the regression has a few dozen parameters and its bounds (scales
-within [0, 1] for, [1, 4] against) are a projection; a solver library would be more code.
+within [0, 1] for, [1, 4] against) hold parameters out of a Newton step while the
+gradient pushes them against one; a solver library would be more code.
 """
 
 from __future__ import annotations
@@ -124,9 +125,9 @@ def _logistic(
     start: float,
 ) -> tuple[npt.NDArray[np.float64], float]:
     """Scales and the intercept (in bits) of a weighted logistic regression on evidence in
-    bits, by projected Newton steps, pulled toward 1 (Fellegi-Sunter as it is) by a ridge of
-    ``_RIDGE``: the first half (evidence for) within [0, 1], the second (against) within
-    [1, ``_MOST_AGAINST``]."""
+    bits, by Newton steps on the parameters off their bounds, pulled toward 1
+    (Fellegi-Sunter as it is) by a ridge of ``_RIDGE``: the first half (evidence for) within
+    [0, 1], the second (against) within [1, ``_MOST_AGAINST``]."""
     rows, count = design.shape
     x = np.hstack([design * math.log(2.0), np.ones((rows, 1))])
     # the intercept starts at, and is pulled toward, the prior odds (``start``, bits): when
@@ -134,18 +135,24 @@ def _logistic(
     beta = np.append(np.ones(count), start * math.log(2.0))
     center = beta.copy()
     ridge = np.append(np.full(count, _RIDGE), _INTERCEPT_RIDGE)
+    # evidence for a match may count less (overcounted), against it more (undercounted)
+    half = count // 2
+    lower = np.concatenate([np.zeros(half), np.ones(count - half), [-np.inf]])
+    upper = np.concatenate([np.ones(half), np.full(count - half, _MOST_AGAINST), [np.inf]])
     for _ in range(_ITERATIONS):
         p = 1.0 / (1.0 + np.exp(-np.clip(x @ beta, -60.0, 60.0)))
         gradient = x.T @ (weight * (p - target)) + ridge * (beta - center)
         hessian = (x * (weight * p * (1.0 - p))[:, None]).T @ x + np.diag(ridge + 1e-9)
-        step = np.linalg.solve(hessian, gradient)
+        # a parameter at a bound that the gradient pushes against stays there: a full
+        # Newton step clipped afterwards would swing the others back and forth instead
+        free = ~(((beta <= lower) & (gradient > 0)) | ((beta >= upper) & (gradient < 0)))
+        step = np.zeros_like(beta)
+        step[free] = np.linalg.solve(hessian[np.ix_(free, free)], gradient[free])
         step *= min(1.0, _LARGEST_STEP / max(1e-12, float(np.abs(step).max())))
-        beta = beta - step
-        # evidence for a match may count less (overcounted), against it more (undercounted)
-        half = count // 2
-        beta[:half] = np.clip(beta[:half], 0.0, 1.0)
-        beta[half:count] = np.clip(beta[half:count], 1.0, _MOST_AGAINST)
-        if float(np.abs(step).max()) < 1e-6:
+        moved = np.clip(beta - step, lower, upper)
+        done = float(np.abs(moved - beta).max()) < 1e-6
+        beta = moved
+        if done:
             break
     return beta[:count], float(beta[count]) / math.log(2.0)
 
