@@ -28,6 +28,7 @@ from neardup.core.items.prepare import PreparedItem
 from neardup.core.items.schema import ItemSchema
 from neardup.state import State, StateView
 from neardup.state.items import item_doc_id
+from threadpoolctl import threadpool_limits
 
 from .events import ClusterMerged, Event
 from .items import ItemScoring, _Batch, number_events
@@ -72,7 +73,17 @@ def fit_model(
 ) -> ItemModel:
     """The model of a sample: the items with the smallest doc ids, in id order."""
     ordered = sorted(items, key=lambda item: item_doc_id(item.id))
-    return fit(schema, _distinct(ordered[:FIT_SAMPLE]), should_stop=should_stop)
+    return _fit(schema, _distinct(ordered[:FIT_SAMPLE]), should_stop)
+
+
+def _fit(
+    schema: ItemSchema, sample: Sequence[PreparedItem], should_stop: Callable[[], bool] | None
+) -> ItemModel:
+    # one BLAS thread: a run's other process (preparing the next items) holds the other
+    # core, and a BLAS thread waiting for a busy core spins; the calibration's regression
+    # took 5 s of febrl4's fit so, 0.1 s alone
+    with threadpool_limits(limits=1, user_api="blas"):
+        return fit(schema, sample, should_stop=should_stop)
 
 
 def _distinct(items: Sequence[PreparedItem]) -> list[PreparedItem]:
@@ -102,7 +113,7 @@ def refit(
     ids = view.items.all_ids()
     if model is None:
         sample = [item for item in view.items.get_many(ids[:FIT_SAMPLE]) if item is not None]
-        model = fit(schema, _distinct(sample), should_stop=should_stop)
+        model = _fit(schema, _distinct(sample), should_stop)
     view.items.put_model(model)
     for table in ("itemkeys", "edges"):
         for key in list(state.store.keys(table)):
