@@ -39,10 +39,12 @@ typecheck: $(BIN)/.ready
 	@for p in core state streams; do ln -s ../../../$$p build/typecheck/neardup/$$p; done
 	cd build/typecheck && MYPYPATH=. ../../$(BIN)/mypy --config-file ../../pyproject.toml --namespace-packages --explicit-package-bases -p neardup
 
-# 20k documents, neardup and the peers (datasketch, rensa, gaoya), one table (a few minutes)
+# 20k documents, neardup and the peers (datasketch, rensa, gaoya; streaming and bulk), one
+# table for each corpus: today's and the dense one (about a quarter of an hour)
 bench: $(BIN)/.ready
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python -m bench --docs 20000 --repeat 3 --out out/bench-20k.json
+	$(BIN)/python -m bench --docs 20000 --repeat 3 --corpus dense --out out/bench-20k-dense.json
 
 # the service under load: queries and scrapes while a 100k-document state ingests 30k more
 bench-service: $(BIN)/.ready

@@ -8,9 +8,16 @@ runs in its own process, end to end from reading the file to writing its cluster
   process: the system the targets speak of;
 * neardup-process: the same with ``--prepare process`` (the default of ``neardup run``):
   pages are prepared in a child process, on a second core;
-* the peers: ``python -m bench.peers.<peer> FILE OUT`` (bench/peers/: the same canonical
+* the peers: ``python -m bench.peers.<peer>_peer FILE OUT`` (bench/peers/: the same canonical
   tokens and w-shingles, each peer's own MinHash, its own LSH index and verification of
-  candidates at the threshold, union-find over the verified pairs).
+  candidates at the threshold, union-find over the verified pairs), streaming one page at a
+  time as a crawler runs them (``datasketch``, ``rensa``, ``gaoya``), and with ``--bulk``:
+  the whole corpus read first and sketched with the library's bulk path
+  (``datasketch-bulk``, ``rensa-bulk``, ``gaoya-bulk``).
+
+The corpus is one of bench/corpus.py's named kinds (``--corpus``: ``default``, ``dense``);
+the report gives its measured density: the share of pages in true clusters and the pairs at
+exact J >= T a page.
 
 Per system: wall seconds, documents/s, MB/s of input, peak RSS (``wait4``; for a system of
 several processes, the peak of their sum, sampled every 20 ms), bytes of state on disk per
@@ -19,7 +26,8 @@ document, pairwise precision/recall/F1 of co-membership against the connected co
 
 A shared machine's speed drifts, so ``--repeat N`` runs every system N times, in rounds (each
 round runs them all, one after the other): the table shows the median time of each, and the
-report the ratio of neardup's documents/s to the fastest peer's, per round and its median.
+report the ratio of neardup's documents/s to the fastest streaming peer's (and to the fastest
+bulk peer's), per round and its median.
 """
 
 from __future__ import annotations
@@ -40,12 +48,23 @@ import numpy as np
 from neardup.state import State
 
 from .containment_queries import containment_query_latency
-from .corpus import generate, iter_pages, write_jsonl
+from .corpus import CORPORA, generate, iter_pages, write_jsonl
 from .truth import PairScores, pair_scores, pairwise_scores, true_clusters
 
 __all__ = ["Result", "main"]
 
-PEERS = {"datasketch": "datasketch", "rensa": "rensa", "gaoya": "gaoya"}
+#: peer system -> (the package it needs, its module in bench/peers/, its arguments)
+PEERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "datasketch": ("datasketch", "datasketch_peer", ()),
+    "rensa": ("rensa", "rensa_peer", ()),
+    "gaoya": ("gaoya", "gaoya_peer", ()),
+    "datasketch-bulk": ("datasketch", "datasketch_peer", ("--bulk",)),
+    "rensa-bulk": ("rensa", "rensa_peer", ("--bulk",)),
+    "gaoya-bulk": ("gaoya", "gaoya_peer", ("--bulk",)),
+}
+#: the peers as a crawler runs them, one page at a time: the ratios' reference
+STREAMING_PEERS = tuple(p for p, (_, _, args) in PEERS.items() if "--bulk" not in args)
+BULK_PEERS = tuple(p for p in PEERS if p not in STREAMING_PEERS)
 #: neardup in one process, with a prepare process, and in one process without the
 #: containment index (what that index costs)
 NEARDUP = {"neardup": "thread", "neardup-process": "process", "neardup-no-containment": "thread"}
@@ -71,6 +90,8 @@ class Result:
     note: str = ""
     #: wall seconds of each round (``seconds`` is their median)
     rounds: list[float] = field(default_factory=list)
+    #: a peer's own report of its last round: seconds by phase, candidates, bands
+    phases: dict[str, object] = field(default_factory=dict)
 
 
 # A child's ru_maxrss counts the image it was forked from, so every system is started from
@@ -151,9 +172,10 @@ def _compacted_bytes(state: Path) -> int:
     return whole - data + _disk_bytes(state, _WRITTEN_ON_OPEN)
 
 
-def _neardup(
-    system: str, corpus: Path, work: Path, threshold: float
-) -> tuple[float, float, Path, int]:
+Run = tuple[float, float, Path, int, dict[str, object]]
+
+
+def _neardup(system: str, corpus: Path, work: Path, threshold: float) -> Run:
     state, out = work / f"{system}-state", work / f"{system}-clusters.jsonl"
     shutil.rmtree(state, ignore_errors=True)  # every round starts from nothing
     # (the last round's state stays, for the containment queries)
@@ -162,16 +184,37 @@ def _neardup(
          "--state", str(state), "--quiet", "--threshold", str(threshold), "--clusters",
          str(out), *_NO_CONTAINMENT.get(system, []), str(corpus)]
     )  # fmt: skip
-    return seconds, rss, out, _disk_bytes(state)
+    return seconds, rss, out, _disk_bytes(state), {}
 
 
-def _peer(name: str, corpus: Path, work: Path, threshold: float) -> tuple[float, float, Path, int]:
-    out = work / f"{name}-clusters.jsonl"
+def _peer(name: str, corpus: Path, work: Path, threshold: float) -> Run:
+    out, report = work / f"{name}-clusters.jsonl", work / f"{name}-report.json"
+    _, module, extra = PEERS[name]
     seconds, rss = _run(
-        [sys.executable, "-m", f"bench.peers.{name}_peer", str(corpus), str(out),
-         "--threshold", str(threshold)]
+        [sys.executable, "-m", f"bench.peers.{module}", str(corpus), str(out),
+         "--threshold", str(threshold), *extra],
+        stdout=report,
     )  # fmt: skip
-    return seconds, rss, out, 0
+    lines = report.read_text().splitlines()
+    return seconds, rss, out, 0, json.loads(lines[-1]) if lines else {}
+
+
+def density(scores: PairScores, clusters: list[list[str]], threshold: float) -> dict[str, object]:
+    """How dense a corpus's near-duplicates are, by brute force on its shingle sets: the
+    share of pages in a true cluster (a component of "exact Jaccard >= T" with two members
+    or more) and the pairs at exact J >= T a page."""
+    pages = len(scores.sizes)
+    in_clusters = sum(len(c) for c in clusters)
+    pairs = int(np.count_nonzero(scores.jaccard >= threshold))
+    return {
+        "pages": pages,
+        "pages_in_clusters": in_clusters,
+        "share_in_clusters": round(in_clusters / pages, 4) if pages else 0.0,
+        "pairs_at_threshold": pairs,
+        "pairs_at_threshold_per_page": round(pairs / pages, 4) if pages else 0.0,
+        "clusters": len(clusters),
+        "largest_cluster": max((len(c) for c in clusters), default=0),
+    }
 
 
 def _truth(pages: list[object], threshold: float) -> tuple[list[list[str]], PairScores]:
@@ -205,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--corpus", default="default", choices=sorted(CORPORA), help="bench/corpus.py's kind"
+    )
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--no-truth", action="store_true", help="skip accuracy (scale runs)")
@@ -227,21 +273,24 @@ def main(argv: list[str] | None = None) -> int:
         truth: list[list[str]] | None = None
         scores: PairScores | None = None
         urls: list[str] = []
+        kind = CORPORA[args.corpus]
+        dense: dict[str, object] | None = None
         if args.no_truth:  # scale runs: stream the corpus to disk, never all in memory
-            write_jsonl(iter_pages(args.docs, seed=args.seed), str(corpus))
+            write_jsonl(iter_pages(args.docs, seed=args.seed, **kind), str(corpus))  # type: ignore[arg-type]
         else:
-            pages = generate(args.docs, seed=args.seed)
+            pages = generate(args.docs, seed=args.seed, **kind)  # type: ignore[arg-type]
             write_jsonl(pages, str(corpus))
             truth, scores = _truth(pages, args.threshold)
+            dense = density(scores, truth, args.threshold)
             urls = [p.url for p in pages]
             del pages
         megabytes = corpus.stat().st_size / 1e6
         installed = [
             system
             for system in systems
-            if system in NEARDUP or importlib.util.find_spec(PEERS[system]) is not None
+            if system in NEARDUP or importlib.util.find_spec(PEERS[system][0]) is not None
         ]
-        runs: dict[str, list[tuple[float, float, Path, int]]] = {s: [] for s in installed}
+        runs: dict[str, list[Run]] = {s: [] for s in installed}
         for _ in range(args.repeat):
             for system in installed:
                 if system in NEARDUP:
@@ -252,19 +301,20 @@ def main(argv: list[str] | None = None) -> int:
             if system not in runs:
                 results.append(Result(system, note="not installed (pip install '.[bench]')"))
                 continue
-            rounds = [seconds for seconds, _, _, _ in runs[system]]
+            rounds = [seconds for seconds, _, _, _, _ in runs[system]]
             seconds = statistics.median(rounds)
-            _, _, out, disk = runs[system][-1]
+            _, _, out, disk, phases = runs[system][-1]
             compacted = _compacted_bytes(work / f"{system}-state") if system in NEARDUP else 0
             result = Result(
                 system,
                 seconds=round(seconds, 2),
                 docs_per_second=round(args.docs / seconds, 1),
                 megabytes_per_second=round(megabytes / seconds, 2),
-                peak_rss_mb=round(max(r for _, r, _, _ in runs[system]), 1),
+                peak_rss_mb=round(max(r for _, r, _, _, _ in runs[system]), 1),
                 state_bytes_per_doc=round(disk / args.docs, 1) if disk else None,
                 compacted_bytes_per_doc=round(compacted / args.docs, 1) if compacted else None,
                 rounds=[round(r, 2) for r in rounds],
+                phases=phases,
             )
             if truth is not None and scores is not None:
                 predicted = _read_clusters(out)
@@ -281,11 +331,15 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "docs": args.docs,
         "seed": args.seed,
+        "corpus": args.corpus,
+        "corpus_arguments": kind,
+        "density": dense,
         "threshold": args.threshold,
         "megabytes": round(megabytes, 2),
         "rounds": args.repeat,
         "results": [asdict(r) for r in results],
-        **{_ratio_key(system): _ratios(results, system) for system in NEARDUP},
+        **{_ratio_key(system): _ratios(results, system, STREAMING_PEERS) for system in NEARDUP},
+        **{_ratio_key(system, "bulk_"): _ratios(results, system, BULK_PEERS) for system in NEARDUP},
         "containment_cost": _containment_cost(results),
         "containment_queries": queries,
     }
@@ -314,16 +368,17 @@ def _containment_cost(results: list[Result]) -> dict[str, float] | None:
     }
 
 
-def _ratio_key(system: str) -> str:
-    """Where the report keeps a neardup system's ratio: ``neardup_over_fastest_peer``, ..."""
-    return system.replace("-", "_") + "_over_fastest_peer"
+def _ratio_key(system: str, kind: str = "") -> str:
+    """Where the report keeps a neardup system's ratio: ``neardup_over_fastest_peer`` (the
+    streaming peers), ``neardup_over_fastest_bulk_peer``, ..."""
+    return system.replace("-", "_") + f"_over_fastest_{kind}peer"
 
 
-def _ratios(results: list[Result], system: str) -> dict[str, object] | None:
-    """A neardup system's documents/s over the fastest peer's: in each round, and their
-    median."""
+def _ratios(results: list[Result], system: str, among: tuple[str, ...]) -> dict[str, object] | None:
+    """A neardup system's documents/s over the fastest of the peers ``among``: in each
+    round, and their median."""
     timed = {r.system: r.rounds for r in results if r.rounds}
-    peers = [name for name in timed if name in PEERS]
+    peers = [name for name in timed if name in among]
     if system not in timed or not peers:
         return None
     per_round = [
@@ -355,18 +410,26 @@ def _print_table(report: dict[str, object]) -> None:
         rows.append(["" if result[k] is None else str(result[k]) for k, _ in columns])
     widths = [max(len(row[c]) for row in rows) for c in range(len(columns))]
     print(
-        f"{report['docs']:,} documents ({report['megabytes']} MB), seed {report['seed']}, "
-        f"T = {report['threshold']}"
+        f"{report['docs']:,} documents ({report['megabytes']} MB), corpus {report['corpus']}, "
+        f"seed {report['seed']}, T = {report['threshold']}"
     )
+    dense = report.get("density")
+    if isinstance(dense, dict):
+        print(
+            f"density: {dense['share_in_clusters']:.1%} of pages in {dense['clusters']:,} true "
+            f"clusters (largest {dense['largest_cluster']}), "
+            f"{dense['pairs_at_threshold_per_page']} pairs at J >= {report['threshold']} a page"
+        )
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-    for system in NEARDUP:
-        ratio = report.get(_ratio_key(system))
-        if isinstance(ratio, dict):
-            print(
-                f"{system} / fastest peer, documents/s: {ratio['median']}x (median of "
-                f"{report['rounds']} rounds: {', '.join(map(str, ratio['rounds']))})"
-            )
+    for kind, label in (("", "fastest streaming peer"), ("bulk_", "fastest bulk peer")):
+        for system in NEARDUP:
+            ratio = report.get(_ratio_key(system, kind))
+            if isinstance(ratio, dict):
+                print(
+                    f"{system} / {label}, documents/s: {ratio['median']}x (median of "
+                    f"{report['rounds']} rounds: {', '.join(map(str, ratio['rounds']))})"
+                )
     cost = report.get("containment_cost")
     if isinstance(cost, dict):
         print(

@@ -1,9 +1,13 @@
 """datasketch peer: ``MinHash`` (default scheme "affine32", default SHA-1 based 32-bit hash)
 and ``MinHashLSH(threshold, num_perm)`` (bands/rows chosen by datasketch: 25 x 5 for 0.5/128).
 
-Streaming: each document queries the index of the earlier ones, its candidates are verified by
-``MinHash.jaccard >= threshold``, then it is inserted.  Sketches are built with
-``MinHash.bulk`` (datasketch's fast path for many sets; same values as one-by-one ``update``).
+Streaming (the default): each page is sketched alone, ``MinHash(num_perm=..., scheme=
+"affine32", permutations=...)`` then ``update_batch`` of its encoded shingles (the
+permutations are drawn once and shared, as datasketch's documentation suggests for many
+MinHashes: the same values as drawing them anew for each page); then ``lsh.query``, each
+candidate verified by ``MinHash.jaccard >= threshold`` against the stored sketch, and
+``lsh.insert``.  ``--bulk``: ``MinHash.bulk`` over every page's shingles (datasketch's fast
+path for many sets; the same values), then the same query / verify / insert loop.
 """
 
 from __future__ import annotations
@@ -13,6 +17,46 @@ import time
 from datasketch import MinHash, MinHashLSH
 
 from ._common import Pairs, Phases, main
+
+
+class Streaming:
+    def __init__(self, threshold: float, num_perm: int) -> None:
+        self.threshold = threshold
+        self.num_perm = num_perm
+        self.permutations = MinHash(num_perm=num_perm).permutations
+        self.lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+        self.sketches: dict[int, MinHash] = {}
+        self.sketch_s = self.query_verify_s = self.insert_s = 0.0
+        self.candidates = 0
+
+    def add(self, key: int, shingles: list[str]) -> list[int]:
+        t0 = time.perf_counter()
+        m = MinHash(num_perm=self.num_perm, scheme="affine32", permutations=self.permutations)
+        m.update_batch([s.encode() for s in shingles])
+        t1 = time.perf_counter()
+        found = []
+        for j in self.lsh.query(m):
+            self.candidates += 1
+            if m.jaccard(self.sketches[j]) >= self.threshold:
+                found.append(j)
+        t2 = time.perf_counter()
+        self.lsh.insert(key, m, check_duplication=False)
+        self.sketches[key] = m
+        t3 = time.perf_counter()
+        self.sketch_s += t1 - t0
+        self.query_verify_s += t2 - t1
+        self.insert_s += t3 - t2
+        return found
+
+    def phases(self) -> Phases:
+        return {
+            "sketch_s": self.sketch_s,
+            "query_verify_s": self.query_verify_s,
+            "insert_s": self.insert_s,
+            "candidates": self.candidates,
+            "bands": self.lsh.b,
+            "rows": self.lsh.r,
+        }
 
 
 def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, Phases]:
@@ -41,4 +85,4 @@ def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pair
 
 
 if __name__ == "__main__":
-    main("datasketch_peer", detect)
+    main("datasketch", Streaming, detect)
