@@ -36,6 +36,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     os.environ[_MARKER] = f"{os.getpid()}-{time.time_ns()}"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With pytest-xdist (``-n 2``, see pyproject.toml): the tests against the broker first.
+    xdist's load scheduling sends each worker a run of consecutive tests to start with, so
+    one worker takes them one after another (with a broker of its own) while the other
+    takes the CPU-bound tests: they spend most of their time waiting (on rebalances, session
+    timeouts, their worker processes), and the waits overlap the other tests' work. (Not
+    ``--dist loadgroup``: it drops all but one of tests that share a node id, as the
+    schemathesis cases of test_openapi_fuzz.py do, and pytest 9.2 ignores its groups.)"""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    kafka = [item for item in items if item.get_closest_marker("kafka") is not None]
+    items[:] = kafka + [item for item in items if item.get_closest_marker("kafka") is None]
+
+
 def _left_by_the_suite() -> dict[int, str]:
     return left_behind(marker=f"{_MARKER}={os.environ[_MARKER]}")
 

@@ -501,6 +501,16 @@ COMMANDS = (
                 default=_WORKER_DEFAULTS["checkpoint_every"],
                 metavar="N",
             ),
+            Option(
+                "session_timeout",
+                "seconds the consumer group waits for a silent worker before it hands the "
+                "worker's partitions to the others (Kafka's session.timeout.ms)",
+                flags=("--session-timeout",),
+                convert=to_float,
+                env="NEARDUP_SESSION_TIMEOUT",
+                default=_WORKER_DEFAULTS["session_timeout"],
+                metavar="S",
+            ),
             _HTTP,
             _API_TOKEN,
             *SETTING_OPTIONS,

@@ -409,6 +409,7 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         shards=args.shards,
         checkpoints=args.checkpoints,
         checkpoint_every=args.checkpoint_every,
+        session_timeout=args.session_timeout,
         schema=_schema(args.schema) if args.schema is not None else _stored_schema(state_dir),
     )
 

@@ -51,6 +51,11 @@ class WorkerConfig:
     #: the bound on the memory of a detector's key filters (``neardup.state.FilterBudget``)
     key_filter_bytes: int | None = KEY_FILTER_BYTES
     rebalance_timeout: float = 4.0
+    #: seconds the group waits without a heartbeat from a worker (one a second) before it
+    #: hands the worker's partitions to the others: a killed worker's work resumes elsewhere
+    #: after about this long; a longer one rides out longer stalls (a broker's
+    #: group.min.session.timeout.ms, 6 s by default on Kafka, bounds it from below)
+    session_timeout: float = 10.0
     #: where pages are prepared: "process" (a child process: two cores) or "thread"
     prepare: PrepareMode = "process"
     #: the address of the worker's /metrics and /healthz, or None for none
@@ -116,6 +121,11 @@ class WorkerConfig:
         if self.checkpoint_every < 1:
             raise NeardupError(
                 f"checkpoint_every={self.checkpoint_every}: use a positive number of log messages"
+            )
+        if not 3.0 <= self.session_timeout <= 90.0:
+            raise NeardupError(
+                f"session_timeout={self.session_timeout}: use 3 to 90 seconds (at least three "
+                "heartbeats, at most the client's request timeout)"
             )
         if self.prepare not in PREPARE_MODES:
             raise NeardupError(

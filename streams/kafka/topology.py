@@ -130,7 +130,7 @@ def build_app(
         consumer_auto_offset_reset="earliest",
         # a short rebalance timeout: a new group forms in seconds, not a minute
         broker_rebalance_timeout=config.rebalance_timeout,
-        broker_session_timeout=max(10.0, 2 * config.rebalance_timeout),
+        broker_session_timeout=config.session_timeout,
         broker_heartbeat_interval=1.0,
         broker_commit_every=config.batch_size,
         broker_commit_interval=1.0,

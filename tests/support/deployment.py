@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from neardup.core import PreparedDoc, Settings
 from neardup.core.prepared_codec import decode_batch
 from neardup.streams.detection.event_clusters import clusters_from_events
@@ -22,7 +22,15 @@ from neardup.streams.running.lifetime import tied_command
 
 from tests.streams.service.conftest import call
 
-__all__ = ["PARTITIONS", "SETTLE_SECONDS", "Deployment", "metric", "service_url", "until"]
+__all__ = [
+    "PARTITIONS",
+    "SESSION_TIMEOUT",
+    "SETTLE_SECONDS",
+    "Deployment",
+    "metric",
+    "service_url",
+    "until",
+]
 
 T = TypeVar("T")
 
@@ -31,6 +39,12 @@ PARTITIONS = 4
 SETTLE_SECONDS = 90.0
 #: how long the clusters may stand still, once there are some, before a wait gives up
 QUIET_SECONDS = 40.0
+#: the workers' --session-timeout, Kafka's smallest by default (group.min.session.timeout.ms)
+#: rather than the workers' 10 s: the group hands a killed worker's partitions on after it,
+#: and Tansu holds every JoinGroup for half of it, so it sets the pace of every rebalance
+SESSION_TIMEOUT = 6.0
+#: the pause between two looks at a topic while waiting for something to be there
+POLL_SECONDS = 0.5
 
 
 class Deployment:
@@ -80,6 +94,8 @@ class Deployment:
                     "32",
                     "--loglevel",
                     "info",
+                    "--session-timeout",
+                    str(SESSION_TIMEOUT),
                     *extra,
                 ]
             ),
@@ -106,6 +122,37 @@ class Deployment:
         finally:
             producer.close()
 
+    def read_now(self, topic: str) -> list[bytes]:
+        """The values ``topic`` holds now: each partition read up to the high watermark its
+        fetch answered with (what ``read`` gets, without waiting out an idle time; Tansu's
+        ListOffsets is off, see conftest.py, its fetches are not). For the polls of a wait."""
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.broker,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            fetch_max_wait_ms=100,
+        )
+        try:
+            partitions = consumer.partitions_for_topic(topic)
+            if not partitions:
+                return []
+            assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
+            consumer.assign(assigned)
+            values: list[bytes] = []
+            deadline = time.monotonic() + SETTLE_SECONDS
+            while time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=200).values():
+                    values += [record.value for record in records]
+                ends = [consumer.highwater(tp) for tp in assigned]
+                if all(
+                    end is not None and consumer.position(tp) >= end
+                    for tp, end in zip(assigned, ends, strict=True)
+                ):
+                    return values
+            raise AssertionError(f"could not read {topic} to its end in {SETTLE_SECONDS} s")
+        finally:
+            consumer.close()
+
     def read(self, topic: str, idle_ms: int = 3000) -> list[dict[str, object]]:
         consumer = KafkaConsumer(
             topic,
@@ -119,9 +166,12 @@ class Deployment:
         finally:
             consumer.close()
 
-    def prepared(self, settings: Settings | None = None) -> list[PreparedDoc]:
+    def prepared(self, settings: Settings | None = None, now: bool = False) -> list[PreparedDoc]:
         """The documents of the prepared log so far, in its order: the order detection took
-        them in."""
+        them in (``now``: as ``read_now`` reads, for the polls of a wait)."""
+        if now:
+            values = self.read_now(f"{self.app_id}-prepared")
+            return [d for value in values for d in decode_batch(value, settings or Settings())]
         consumer = KafkaConsumer(
             f"{self.app_id}-prepared",
             bootstrap_servers=self.broker,
@@ -134,8 +184,12 @@ class Deployment:
         finally:
             consumer.close()
 
-    def clusters(self) -> set[frozenset[str]]:
-        events = self.read(self.events)
+    def clusters(self, now: bool = False) -> set[frozenset[str]]:
+        """The clusters the events tell (``now``: as ``read_now`` reads)."""
+        if now:
+            events = [json.loads(value) for value in self.read_now(self.events)]
+        else:
+            events = self.read(self.events)
         return {frozenset(line["members"]) for line in clusters_from_events(events)}  # type: ignore[arg-type]
 
     def wait_for(self, expected: set[frozenset[str]]) -> set[frozenset[str]]:
@@ -147,21 +201,31 @@ class Deployment:
         since = time.monotonic()
         while time.monotonic() < deadline:
             self.check_alive()
-            now = self.clusters()
+            now = self.clusters(now=True)
             if now == expected:
                 return now
             if now != found:
                 found, since = now, time.monotonic()
             elif found and time.monotonic() - since > QUIET_SECONDS:
                 return found
-            time.sleep(2)
+            time.sleep(POLL_SECONDS)
         return found
 
     def wait_for_events(self) -> None:
         """Until the events topic holds something: the workers are at work."""
         deadline = time.monotonic() + SETTLE_SECONDS
-        while not self.read(self.events, idle_ms=1000) and time.monotonic() < deadline:
-            time.sleep(0.5)
+        while not self.read_now(self.events) and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+
+    def wait_joined(self, process: subprocess.Popen[bytes]) -> None:
+        """Until ``process`` is a member of its group: it got its first assignment."""
+
+        def synced() -> bool | None:
+            self.check_alive()
+            path, offset = self._logs[process.pid]
+            return b"Successfully synced group" in path.read_bytes()[offset:] or None
+
+        until("the worker joining its group", synced)
 
     @staticmethod
     def kill(process: subprocess.Popen[bytes]) -> None:

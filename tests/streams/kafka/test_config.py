@@ -20,6 +20,8 @@ from neardup.streams.kafka.worker import check_settings
         ({"batch_size": 0}, "batch_size=0"),
         ({"pages_topic": "a b"}, "'a b'"),
         ({"prepare": "cluster"}, "prepare='cluster'"),
+        ({"session_timeout": 1.0}, "session_timeout=1.0"),
+        ({"session_timeout": 120.0}, "session_timeout=120.0"),
     ],
 )
 def test_bad_configuration_is_refused_with_the_value(
@@ -49,6 +51,15 @@ def test_detection_sees_one_order_and_the_pages_spread_over_the_partitions(
     assert config.prepared_topic == "x-prepared" and topics["x-prepared"] == 1
     assert topics["neardup.pages"] == topics["neardup.events"] == 3
     assert config.detector_dir == tmp_path / "detector"
+
+
+def test_the_session_timeout_reaches_the_consumer_group(tmp_path: Path) -> None:
+    from neardup.streams.kafka.topology import build_app
+
+    app = build_app(WorkerConfig("localhost:9092", tmp_path, session_timeout=6.0))
+    assert app.conf.broker_session_timeout == 6.0
+    default = build_app(WorkerConfig("localhost:9092", tmp_path / "default"))
+    assert default.conf.broker_session_timeout == 10.0
 
 
 def test_the_short_fetch_wait_reaches_the_consumer() -> None:

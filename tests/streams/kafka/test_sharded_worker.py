@@ -46,7 +46,7 @@ def _expected(run: Deployment, lines: list[bytes]) -> tuple[set[str], set[frozen
     valid = len(by_key)
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
-        order = run.prepared(SETTINGS)
+        order = run.prepared(SETTINGS, now=True)
         keys = list(dict.fromkeys((d.page.url, d.page.fetched_at) for d in order))
         if len(keys) >= valid or time.monotonic() > deadline:
             break

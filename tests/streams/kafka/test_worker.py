@@ -107,8 +107,7 @@ def test_a_worker_killed_mid_stream_is_replaced_without_changing_the_clusters(
         run.publish(lines[:third])
         run.wait_for_events()  # kill it while it works, once it has produced something
         if replacement == "second-worker":
-            run.start_worker("w2")
-            time.sleep(8)  # w2 joins the group
+            run.wait_joined(run.start_worker("w2"))
             run.kill(first)
             run.publish(lines[third:])
         else:
@@ -129,7 +128,7 @@ def test_a_worker_killed_mid_stream_is_replaced_without_changing_the_clusters(
 
 def _prepared_order(run: Deployment) -> list[str]:
     """The URLs of the documents in the order detection took them: the prepared log's."""
-    return [doc.page.url for doc in run.prepared()]
+    return [doc.page.url for doc in run.prepared(now=True)]
 
 
 def test_contained_events_are_those_of_the_embedded_run(broker: str, tmp_path: Path) -> None:
