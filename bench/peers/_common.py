@@ -26,8 +26,8 @@ import re
 import resource
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Generic, Protocol, TypeVar
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -35,6 +35,7 @@ Pairs = list[tuple[int, int]]
 # detect(shingle_sets, threshold, num_perm) -> (verified pairs, phase timings in seconds)
 Phases = dict[str, float | int | str]
 Detector = Callable[[list[list[str]], float, int], tuple[Pairs, Phases]]
+Sketch = TypeVar("Sketch")
 
 
 class Streamer(Protocol):
@@ -52,6 +53,64 @@ class Streamer(Protocol):
 
 # make_streamer(threshold, num_perm) -> a fresh streaming pipeline
 StreamerFactory = Callable[[float, int], Streamer]
+
+
+class SketchStreamer(Generic[Sketch]):
+    """A ``Streamer`` over a library whose sketches the caller holds: each page sketched,
+    the index queried, each candidate verified against its stored sketch, the page
+    inserted, each step timed. A peer gives the four library calls and its index's shape."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self.sketches: dict[int, Sketch] = {}
+        self.sketch_s = self.query_verify_s = self.insert_s = 0.0
+        self.candidates = 0
+
+    def sketch(self, shingles: list[str]) -> Sketch:
+        raise NotImplementedError
+
+    def query(self, sketch: Sketch) -> Iterable[int]:
+        raise NotImplementedError
+
+    def jaccard(self, sketch: Sketch, other: Sketch) -> float:
+        raise NotImplementedError
+
+    def insert(self, key: int, sketch: Sketch) -> None:
+        raise NotImplementedError
+
+    def shape(self) -> tuple[int, int]:
+        """The index's bands and rows."""
+        raise NotImplementedError
+
+    def add(self, key: int, shingles: list[str]) -> list[int]:
+        t0 = time.perf_counter()
+        m = self.sketch(shingles)
+        t1 = time.perf_counter()
+        found = []
+        for j in self.query(m):
+            self.candidates += 1
+            if self.jaccard(m, self.sketches[j]) >= self.threshold:
+                found.append(j)
+        t2 = time.perf_counter()
+        self.insert(key, m)
+        self.sketches[key] = m
+        t3 = time.perf_counter()
+        self.sketch_s += t1 - t0
+        self.query_verify_s += t2 - t1
+        self.insert_s += t3 - t2
+        return found
+
+    def phases(self) -> Phases:
+        bands, rows = self.shape()
+        return {
+            "sketch_s": self.sketch_s,
+            "query_verify_s": self.query_verify_s,
+            "insert_s": self.insert_s,
+            "candidates": self.candidates,
+            "bands": bands,
+            "rows": rows,
+        }
+
 
 _TOKEN = re.compile(r"[^\W_]+")
 _DROPPED = ["script", "style", "noscript", "template", "svg"]

@@ -13,50 +13,37 @@ path for many sets; the same values), then the same query / verify / insert loop
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from datasketch import MinHash, MinHashLSH
 
-from ._common import Pairs, Phases, main
+from ._common import Pairs, Phases, SketchStreamer, main
 
 
-class Streaming:
+class Streaming(SketchStreamer[MinHash]):
     def __init__(self, threshold: float, num_perm: int) -> None:
-        self.threshold = threshold
+        super().__init__(threshold)
         self.num_perm = num_perm
         self.permutations = MinHash(num_perm=num_perm).permutations
         self.lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
-        self.sketches: dict[int, MinHash] = {}
-        self.sketch_s = self.query_verify_s = self.insert_s = 0.0
-        self.candidates = 0
 
-    def add(self, key: int, shingles: list[str]) -> list[int]:
-        t0 = time.perf_counter()
+    def sketch(self, shingles: list[str]) -> MinHash:
         m = MinHash(num_perm=self.num_perm, scheme="affine32", permutations=self.permutations)
         m.update_batch([s.encode() for s in shingles])
-        t1 = time.perf_counter()
-        found = []
-        for j in self.lsh.query(m):
-            self.candidates += 1
-            if m.jaccard(self.sketches[j]) >= self.threshold:
-                found.append(j)
-        t2 = time.perf_counter()
-        self.lsh.insert(key, m, check_duplication=False)
-        self.sketches[key] = m
-        t3 = time.perf_counter()
-        self.sketch_s += t1 - t0
-        self.query_verify_s += t2 - t1
-        self.insert_s += t3 - t2
+        return m
+
+    def query(self, sketch: MinHash) -> Iterable[int]:
+        found: list[int] = self.lsh.query(sketch)
         return found
 
-    def phases(self) -> Phases:
-        return {
-            "sketch_s": self.sketch_s,
-            "query_verify_s": self.query_verify_s,
-            "insert_s": self.insert_s,
-            "candidates": self.candidates,
-            "bands": self.lsh.b,
-            "rows": self.lsh.r,
-        }
+    def jaccard(self, sketch: MinHash, other: MinHash) -> float:
+        return float(sketch.jaccard(other))
+
+    def insert(self, key: int, sketch: MinHash) -> None:
+        self.lsh.insert(key, sketch, check_duplication=False)
+
+    def shape(self) -> tuple[int, int]:
+        return self.lsh.b, self.lsh.r
 
 
 def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, Phases]:

@@ -14,10 +14,11 @@ the same values), then the same query / verify / insert loop.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from rensa import RMinHash, RMinHashLSH
 
-from ._common import Pairs, Phases, main
+from ._common import Pairs, Phases, SketchStreamer, main
 
 SEED = 42
 NUM_BANDS = 32
@@ -27,44 +28,30 @@ def _bands(num_perm: int) -> int:
     return NUM_BANDS if num_perm % NUM_BANDS == 0 else num_perm // 4
 
 
-class Streaming:
+class Streaming(SketchStreamer[RMinHash]):
     def __init__(self, threshold: float, num_perm: int) -> None:
-        self.threshold = threshold
+        super().__init__(threshold)
         self.num_perm = num_perm
         self.bands = _bands(num_perm)
         self.lsh = RMinHashLSH(threshold=threshold, num_perm=num_perm, num_bands=self.bands)
-        self.sketches: dict[int, RMinHash] = {}
-        self.sketch_s = self.query_verify_s = self.insert_s = 0.0
-        self.candidates = 0
 
-    def add(self, key: int, shingles: list[str]) -> list[int]:
-        t0 = time.perf_counter()
+    def sketch(self, shingles: list[str]) -> RMinHash:
         m = RMinHash(num_perm=self.num_perm, seed=SEED)
         m.update(shingles)
-        t1 = time.perf_counter()
-        found = []
-        for j in self.lsh.query(m):
-            self.candidates += 1
-            if m.jaccard(self.sketches[j]) >= self.threshold:
-                found.append(j)
-        t2 = time.perf_counter()
-        self.lsh.insert(key, m)
-        self.sketches[key] = m
-        t3 = time.perf_counter()
-        self.sketch_s += t1 - t0
-        self.query_verify_s += t2 - t1
-        self.insert_s += t3 - t2
+        return m
+
+    def query(self, sketch: RMinHash) -> Iterable[int]:
+        found: list[int] = self.lsh.query(sketch)
         return found
 
-    def phases(self) -> Phases:
-        return {
-            "sketch_s": self.sketch_s,
-            "query_verify_s": self.query_verify_s,
-            "insert_s": self.insert_s,
-            "candidates": self.candidates,
-            "bands": self.bands,
-            "rows": self.num_perm // self.bands,
-        }
+    def jaccard(self, sketch: RMinHash, other: RMinHash) -> float:
+        return float(sketch.jaccard(other))
+
+    def insert(self, key: int, sketch: RMinHash) -> None:
+        self.lsh.insert(key, sketch)
+
+    def shape(self) -> tuple[int, int]:
+        return self.bands, self.num_perm // self.bands
 
 
 def detect(sets: list[list[str]], threshold: float, num_perm: int) -> tuple[Pairs, Phases]:
