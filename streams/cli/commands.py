@@ -19,9 +19,8 @@ from ..kafka.topics import DEAD_LETTER_TOPIC, EVENTS_TOPIC, PAGES_TOPIC
 from ..running.embedded import DEFAULT_BATCH_SIZE
 from ..running.prepare_work import DEFAULT_BATCH_BYTES, PREPARE_MODES
 from ..running.progress import DEFAULT_STATS_EVERY
-from ..service import parse_address
 from . import handlers
-from .options import Option, to_float, to_fraction, to_int, to_on_off, with_flags
+from .options import Option, to_address, to_float, to_fraction, to_int, to_on_off, with_flags
 
 __all__ = ["COMMANDS", "SETTINGS_GROUP", "SETTING_OPTIONS", "Command"]
 
@@ -190,20 +189,13 @@ _SCHEMA = Option(
 )
 
 
-def _address(value: str) -> tuple[str, int]:
-    try:
-        return parse_address(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 _SERVICE_GROUP = "service (over HTTP; docs/service.md)"
 _HTTP = Option(
     "http",
     "serve /metrics and /healthz on this address while running (the query API and the "
     "dashboard are `neardup serve`'s); port 0 picks a free one (printed on stderr)",
     flags=("--http",),
-    convert=_address,
+    convert=to_address,
     env="NEARDUP_HTTP",
     metavar="HOST:PORT",
     shown="no server; a HOST omitted is 127.0.0.1",

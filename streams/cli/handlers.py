@@ -11,7 +11,7 @@ import sys
 import threading
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from neardup.core import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -33,8 +33,9 @@ from ..running import embedded, queries, reports
 from ..running.inputs import DeadLetter, check_inputs, is_warc
 from ..running.progress import Progress, RunObserver, StatsLog
 from ..running.stopping import StopSignals
-from ..service import FollowedState, HttpServer, LiveState, Metrics, query_app, writer_app
-from ..service.deployment import DeploymentState, detector_states
+
+if TYPE_CHECKING:
+    from ..service import Metrics
 
 __all__ = [
     "clusters",
@@ -198,6 +199,10 @@ def _serve_metrics(stack: ExitStack, state: State, args: argparse.Namespace) -> 
     state closes); the queries are ``neardup serve``'s, in a process of their own."""
     if args.http is None:
         return None
+    # here, not at the top: aiohttp and the service's modules are a tenth of a second of
+    # every command's start, and only the commands that serve need them
+    from ..service import HttpServer, LiveState, Metrics, writer_app
+
     source = LiveState(state)
     metrics = Metrics(source)
     server = HttpServer(writer_app(metrics, args.api_token), args.http).start()
@@ -210,6 +215,9 @@ def _serve_metrics(stack: ExitStack, state: State, args: argparse.Namespace) -> 
 def serve(args: argparse.Namespace) -> int:
     """Serve a state directory (a run's, a worker's detector, or a directory of workers'
     directories: the detector written last) until SIGTERM/SIGINT."""
+    from ..service import FollowedState, HttpServer, query_app  # see _serve_metrics
+    from ..service.deployment import DeploymentState, detector_states
+
     path = Path(args.state)
     source: FollowedState | DeploymentState
     if not (_state_dir(path) / "CURRENT").exists() and detector_states(path):

@@ -44,6 +44,21 @@ def to_fraction(text: str) -> float:
     return value
 
 
+def to_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT`` or ``PORT`` (loopback); port 0 picks a free one."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--http {text!r}: give HOST:PORT, e.g. 127.0.0.1:8080"
+        ) from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"--http {text!r}: the port must be from 0 to 65535")
+    return host, number
+
+
 def to_on_off(text: str) -> bool:
     """``on`` or ``off`` (also true/false, yes/no, 1/0)."""
     lowered = text.strip().lower()

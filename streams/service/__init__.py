@@ -18,7 +18,7 @@ from .api import API_PREFIX, Api
 from .app import QueryPool, dashboard_page, query_app, writer_app
 from .errors import ApiError
 from .metrics import Metrics
-from .server import HttpServer, parse_address
+from .server import HttpServer
 from .sources import FollowedState, LiveState, StateSource
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "QueryPool",
     "StateSource",
     "dashboard_page",
-    "parse_address",
     "query_app",
     "writer_app",
 ]

@@ -18,24 +18,11 @@ import msgspec
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-__all__ = ["BACKLOG", "HttpServer", "parse_address"]
+__all__ = ["BACKLOG", "HttpServer"]
 
 #: connections the kernel holds for the server before it accepts them: a burst of clients
 #: (two hundred at once) must not meet resets
 BACKLOG = 1024
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``:PORT`` or ``PORT`` (loopback); port 0 picks a free one."""
-    host, _, port = text.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    try:
-        number = int(port)
-    except ValueError:
-        raise ValueError(f"--http {text!r}: give HOST:PORT, e.g. 127.0.0.1:8080") from None
-    if not 0 <= number <= 65535:
-        raise ValueError(f"--http {text!r}: the port must be from 0 to 65535")
-    return host, number
 
 
 class _JsonRefusals(RequestHandler):

@@ -143,3 +143,24 @@ def test_clusters_of_a_state_ignore_a_broker_from_the_environment(
     monkeypatch.setenv("NEARDUP_BROKER", "127.0.0.1:1")  # nothing listens: it must not be used
     assert main(["clusters", "--state", state]) == 0
     assert capsys.readouterr().out.count('"cluster"') > 1
+
+
+def test_the_commands_that_do_not_serve_start_without_the_http_stack() -> None:
+    # aiohttp and the metrics client are a tenth of a second or more of every start
+    probe = (
+        "import sys; from neardup.streams.cli import main; "
+        "print(sorted({'aiohttp', 'prometheus_client'} & set(sys.modules)))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("text", ["127.0.0.1", "host:http", "127.0.0.1:70000"])
+def test_a_bad_http_address_is_refused_naming_the_form(
+    text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        parser().parse_args(["serve", "--state", "x", "--http", text])
+    assert f"--http {text!r}:" in capsys.readouterr().err
