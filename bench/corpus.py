@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -79,13 +80,11 @@ _CONTENT_TYPES = ("text/html; charset=utf-8", "text/html", "application/xhtml+xm
 Words = npt.NDArray[np.object_]
 
 #: Named corpus kinds: keyword arguments of :func:`iter_pages` / :func:`generate` (``python -m
-#: bench --corpus NAME``).  ``default`` is the corpus of every figure before 2026-12-07 (on
-#: 20k pages, seed 1: 57 % of pages in true clusters at J >= 0.5, 1.34 pairs at J >= 0.5 a
-#: page).  ``dense`` has fewer singletons and variants closer behind their base, as a recrawl
-#: of the same sites shows (revisions, templates, syndicated copies): 69.9 % of pages in true
-#: clusters, 1.61 pairs at J >= 0.5 a page (``python -m bench --corpus dense``, its report's
-#: ``density``).
-CORPORA: dict[str, dict[str, float | int]] = {
+#: bench --corpus NAME``).  ``default`` is the corpus of the other benchmarks; ``dense`` has
+#: fewer singletons and variants closer behind their base, as a recrawl of the same sites
+#: shows (revisions, templates, syndicated copies).  Their measured density is in each
+#: report (``density``) and in docs/benchmarks.md.
+CORPORA: dict[str, dict[str, Any]] = {
     "default": {},
     "dense": {"singleton_share": 0.3, "max_delay": 2000},
 }

@@ -276,9 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         kind = CORPORA[args.corpus]
         dense: dict[str, object] | None = None
         if args.no_truth:  # scale runs: stream the corpus to disk, never all in memory
-            write_jsonl(iter_pages(args.docs, seed=args.seed, **kind), str(corpus))  # type: ignore[arg-type]
+            write_jsonl(iter_pages(args.docs, seed=args.seed, **kind), str(corpus))
         else:
-            pages = generate(args.docs, seed=args.seed, **kind)  # type: ignore[arg-type]
+            pages = generate(args.docs, seed=args.seed, **kind)
             write_jsonl(pages, str(corpus))
             truth, scores = _truth(pages, args.threshold)
             dense = density(scores, truth, args.threshold)

@@ -80,8 +80,8 @@ def _fit(
     schema: ItemSchema, sample: Sequence[PreparedItem], should_stop: Callable[[], bool] | None
 ) -> ItemModel:
     # one BLAS thread: a run's other process (preparing the next items) holds the other
-    # core, and a BLAS thread waiting for a busy core spins; the calibration's regression
-    # took 5 s of febrl4's fit so, 0.1 s alone
+    # core, and a BLAS thread waiting for a busy core spins (the calibration's regression:
+    # 5 s of febrl4's fit with two threads, 0.1 s with one)
     with threadpool_limits(limits=1, user_api="blas"):
         return fit(schema, sample, should_stop=should_stop)
 
