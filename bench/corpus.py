@@ -48,6 +48,7 @@ __all__ = [
     "Page",
     "generate",
     "iter_pages",
+    "vocabulary",
     "write_jsonl",
 ]
 
@@ -128,6 +129,11 @@ def _text() -> tuple[Words, npt.NDArray[np.int64], Words]:
     counts = np.fromiter((p.count(" ") + 1 for p in pars), dtype=np.int64, count=len(pars))
     vocab = np.array(" ".join(pars).split(" "), dtype=object)
     return np.array(pars, dtype=object), counts, vocab
+
+
+def vocabulary() -> Words:
+    """Every word of the text, as often as the text has it: what edits draw new words from."""
+    return _text()[2]
 
 
 @cache
