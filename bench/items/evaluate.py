@@ -31,7 +31,7 @@ from neardup.core.items.prepare import ItemPreparer, PreparedItem
 from neardup.core.items.schema import ItemSchema
 from neardup.core.items.scorer import Scorer
 from neardup.state.items import item_doc_id
-from neardup.streams.detection.communities import across, components, parts
+from neardup.streams.detection.communities import across, components, one_of_each, parts
 from neardup.streams.detection.item_fit import fit_model
 
 from . import febrl, listings, public
@@ -70,6 +70,10 @@ def clusters_of(
     each item's node in a run (its doc id), which breaks ties between equal scores as a
     run does (two copies matching one record, where ``link = "across"`` takes one)."""
     name = list(range(count)) if names is None else list(names)
+
+    def once(source: str | None) -> set[str | None]:
+        return {source} if source is not None and schema.listed_once(source) else set()
+
     at = {node: index for index, node in enumerate(name)}
     graph: dict[int, dict[int, float]] = defaultdict(dict)
     for a, b, score in edges:
@@ -80,7 +84,11 @@ def clusters_of(
         if schema.link == "across":
             cut = across(component, graph, lambda node: {sources[at[node]]})
         else:
-            cut = parts(component, graph)
+            cut = [
+                group
+                for part in parts(component, graph)
+                for group in one_of_each(part, graph, lambda node: once(sources[at[node]]))
+            ]
         for group in cut:
             for member in group:
                 labels[at[member]] = at[group[0]]
@@ -182,7 +190,7 @@ def evaluate(
         candidates += len(met)
         verified_true += sum(1 for other in met if truth[other] == truth[at])
         for other in sorted(met):
-            if schema.link == "across" and items[other].source == item.source:
+            if items[other].source == item.source and schema.listed_once(item.source):
                 continue
             match = scorer.verify(features[at], features[other])
             if match is not None and match.matched:

@@ -238,7 +238,7 @@ def least_shared(shared: Sequence[int], matched: Sequence[float]) -> int:
 
 
 def _comparable(schema: ItemSchema, items: Sequence[PreparedItem], a: int, b: int) -> bool:
-    return schema.link != "across" or items[a].source != items[b].source
+    return items[a].source != items[b].source or not schema.listed_once(items[a].source)
 
 
 def _random_pairs(

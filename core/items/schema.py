@@ -73,6 +73,7 @@ _TOP_KEYS = {
     "min_weight",
     "source",
     "link",
+    "once",
     "synonyms",
     "language",
     "learn",
@@ -136,6 +137,9 @@ class ItemSchema:
     source_field: str | None = None
     #: "across" links only items of different sources, "any" links any two
     link: LinkMode = "any"
+    #: sources that list each entity once (a catalogue beside a source that repeats): a
+    #: cluster holds at most one item of each, and two items of one are never compared
+    once: tuple[str, ...] = ()
     #: Snowball stemmer language (PyStemmer)
     language: str = "english"
     #: extra synonym table, as text (the caller reads the file the TOML names)
@@ -176,6 +180,18 @@ class ItemSchema:
         _check(
             self.link == "any" or self.source_field is not None,
             'link = "across" needs a source field: add source = "FIELD"',
+        )
+        _check(
+            isinstance(self.once, tuple) and all(isinstance(s, str) and s for s in self.once),
+            f'once={self.once!r} must be a list of source names, such as ["dblp"]',
+        )
+        _check(
+            not self.once or self.source_field is not None,
+            'once needs a source field: add source = "FIELD"',
+        )
+        _check(
+            not self.once or self.link == "any",
+            f'once={list(self.once)!r} is what link = "across" does for every source: drop one',
         )
         _check(
             self.language in _LANGUAGES,
@@ -249,10 +265,16 @@ class ItemSchema:
             min_weight=data["min_weight"],
             source_field=data["source"],
             link=data["link"],
+            once=tuple(data.get("once", ())),
             language=data["language"],
             synonyms=data["synonyms"],
             learn=data.get("learn", True),
         )
+
+    def listed_once(self, source: str | None) -> bool:
+        """Whether ``source`` lists each entity once (every source does with ``link =
+        "across"``): two of its items are never one entity."""
+        return self.link == "across" or (source is not None and source in self.once)
 
     def differences(self, other: ItemSchema) -> list[str]:
         """What differs between this schema and ``other`` (the stored one), one line each, named
@@ -288,6 +310,7 @@ class ItemSchema:
             "min_weight": self.min_weight,
             "source": self.source_field,
             "link": self.link,
+            **({"once": list(self.once)} if self.once else {}),
             "language": self.language,
             "synonyms": self.synonyms,
             **({} if self.learn else {"learn": False}),
@@ -405,6 +428,7 @@ def _from_mapping(data: dict[str, Any], text: str, synonyms_text: str | None) ->
             min_weight=data.get("min_weight"),
             source_field=data.get("source"),
             link=data.get("link", "any"),
+            once=_source_names(data.get("once", []), text),
             language=data.get("language", "english"),
             synonyms=synonyms_text or "",
             learn=data.get("learn", True),
@@ -415,6 +439,15 @@ def _from_mapping(data: dict[str, Any], text: str, synonyms_text: str | None) ->
         named = message.split("=", 1)[0] if "=" in message.split(" ", 1)[0] else ""
         prefix = _at(text, "", named) if named in _TOP_KEYS else ""
         raise SchemaError(prefix + message) from None
+
+
+def _source_names(value: Any, text: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(name, str) and name for name in value):
+        raise SchemaError(
+            f"{_at(text, '', 'once')}once = {value!r} must be a list of source names, "
+            'such as ["dblp"]'
+        )
+    return tuple(value)
 
 
 def _field_from(name: str, spec: Any, text: str) -> FieldSpec:

@@ -4,16 +4,32 @@ holds it together, and never for its size.
 Similarity is not transitive: one record weakly like two others (a chain's head office, the
 song beside another on an album) joins entities that have nothing else in common. What marks
 such a join is the graph's shape: a single match (a bridge) or a single record (an
-articulation point) holding together two parts that each hold two records or more. A part
-hangs together when removing any one match or record leaves it whole, whatever its size: an
-entity of hundreds of densely matched records stays one cluster, a chain of pairs is cut at
-each link. A bridge is cut; an articulation point stays with the part it is joined to most
-strongly (its highest total score) and the other parts go; each part is cut again in turn.
+articulation point) holding together two parts that each hold two records or more, or more
+generally a few matches holding together two parts that each hold more records than those
+matches: two papers' groups joined by two citations of one by the other. A part hangs
+together when every way of splitting it in two crosses at least as many matches as the
+smaller side holds records, or ``HOLD`` matches, whatever its size: an entity of hundreds
+of densely matched records (or thinned to ``HOLD`` matches a record, as the detector keeps
+one) stays one cluster, a chain of pairs is cut at each link, and a ring of four records
+(each matching two) stays whole. Counting the smaller side alone (edge expansion) would cut
+a thinned entity wherever its matches happen to run fewer than its records. A bridge is
+cut; an articulation point stays with the part it is joined to most strongly (its highest
+total score) and the other parts go; then the sparsest split is cut; each part is cut
+again in turn.
+
+Finding the sparsest split is NP-hard; the split searched is the spectral one (Cheeger's
+sweep: records ordered by the graph's Fiedler vector, each prefix tried). It can miss a
+sparse split, which then stays whole, but it never cuts a split that is not sparse: each
+candidate's expansion is counted exactly. The vector is exact (LAPACK) on a few hundred
+records and found by power iteration on larger parts (a fixed number of passes over their
+matches).
 
 With ``link = "across"`` (one record of each source per entity) the clusters are built
 instead by joining the matches best first (highest score, then lowest ids) and skipping a
 match whose two clusters hold a record of the same source: each record joins its best
-match among those its source leaves free.
+match among those its source leaves free. With ``once`` (some sources list each entity
+once, others repeat it), a part cut by structure that holds two records of such a source is
+joined again the same way, those sources alone counted (``one_of_each``).
 
 Both are functions of the graph alone (nodes and edges in id order), so the final clusters
 are the same in any arrival order. The biconnected structure is igraph's (C).
@@ -24,14 +40,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import igraph
+import numpy as np
 
-__all__ = ["MIN_SIDE", "across", "components", "parts"]
+__all__ = ["HOLD", "MIN_SIDE", "across", "components", "one_of_each", "parts"]
 
 #: a bridge or an articulation point is cut when the parts it holds together hold this many
 #: records each (a pair hanging on a pair by one match is a chain)
 MIN_SIDE = 2
 
 Edges = Mapping[int, Mapping[int, float]]
+
+#: matches that hold a part to the rest of its cluster whatever its size (the detector
+#: thins a dense group to this many matches a record: ``items.ENOUGH``)
+HOLD = 4
+#: parts of more records than this find their Fiedler vector by power iteration
+_EXACT_UP_TO = 400
+#: power iterations: the sweep counts each split it tries, so fewer only miss cuts
+_ITERATIONS = 500
 
 
 def components(nodes: Sequence[int], edges: Edges) -> list[list[int]]:
@@ -98,7 +123,7 @@ def _cut(nodes: list[int], edges: Edges, size_of: Callable[[int], int]) -> list[
         return [sorted(nodes[v] for v in part) for part in graph.connected_components()]
     points = _holding_points(graph, sizes)
     if not points:
-        return None
+        return _sparse_cut(nodes, graph, sizes)
     point = points[0]
     rest = graph.copy()
     rest.delete_vertices([point])
@@ -107,6 +132,65 @@ def _cut(nodes: list[int], edges: Edges, size_of: Callable[[int], int]) -> list[
     home = max(range(len(groups)), key=lambda at: (held[at], -min(groups[at])))
     groups[home].append(point)
     return [sorted(nodes[v] for v in group) for group in groups]
+
+
+def _sparse_cut(nodes: list[int], graph: igraph.Graph, sizes: list[int]) -> list[list[int]] | None:
+    """The parts of ``nodes`` after cutting the sparsest split the spectral sweep finds,
+    if fewer matches cross it than its smaller side holds records (None: no such split)."""
+    order = _fiedler_order(graph)
+    if order is None:
+        return None
+    adjacent = graph.get_adjlist()
+    total = sum(sizes)
+    inside = [False] * len(nodes)
+    crossing = held = 0
+    best: tuple[float, int] | None = None
+    for at, vertex in enumerate(order[:-1]):
+        inward = sum(1 for other in adjacent[vertex] if inside[other])
+        crossing += len(adjacent[vertex]) - 2 * inward
+        inside[vertex] = True
+        held += sizes[vertex]
+        smaller = min(held, total - held, HOLD)
+        if smaller >= MIN_SIDE and crossing < smaller:
+            ratio = crossing / smaller
+            if best is None or ratio < best[0]:
+                best = (ratio, at)
+    if best is None:
+        return None
+    side = set(order[: best[1] + 1])
+    graph.delete_edges([e.index for e in graph.es if (e.source in side) != (e.target in side)])
+    return [sorted(nodes[v] for v in part) for part in graph.connected_components()]
+
+
+def _fiedler_order(graph: igraph.Graph) -> list[int] | None:
+    """The vertices in the order of the graph's Fiedler vector (of its normalised Laplacian;
+    ties by vertex), or None for a graph too small to split."""
+    count = graph.vcount()
+    if count < 2 * MIN_SIDE:
+        return None
+    ends = np.array(graph.get_edgelist(), dtype=np.int64).reshape(-1, 2)
+    source = np.concatenate([ends[:, 0], ends[:, 1]])
+    target = np.concatenate([ends[:, 1], ends[:, 0]])
+    degree = np.bincount(source, minlength=count).astype(np.float64)
+    scale = 1.0 / np.sqrt(degree)
+    top = np.sqrt(degree) / np.linalg.norm(np.sqrt(degree))  # the eigenvector of 1
+    if count <= _EXACT_UP_TO:
+        adjacency = np.zeros((count, count))
+        adjacency[source, target] = 1.0
+        _, vectors = np.linalg.eigh(scale[:, None] * adjacency * scale[None, :])
+        second = vectors[:, -2]
+    else:
+        # (I + N) / 2 has the eigenvalues of N moved into [0, 1]; the top one's vector
+        # projected out, its next one is found
+        second = np.cos(np.arange(count, dtype=np.float64))
+        for _ in range(_ITERATIONS):
+            second -= top * (top @ second)
+            second = 0.5 * (
+                second + scale * np.bincount(source, (scale * second)[target], minlength=count)
+            )
+            second /= np.linalg.norm(second)
+    value = second * scale
+    return sorted(range(count), key=lambda vertex: (value[vertex], vertex))
 
 
 def _subtree_sizes(
@@ -239,3 +323,18 @@ def across(
     for node in nodes:
         groups.setdefault(find(node), []).append(node)
     return sorted(groups.values())
+
+
+def one_of_each(
+    group: list[int], edges: Edges, sources_of: Callable[[int], set[str | None]]
+) -> list[list[int]]:
+    """``group`` as clusters holding at most one record of each source ``sources_of`` names
+    (those that list each entity once): itself when it holds none twice, else joined again
+    best first as ``across`` joins a component."""
+    seen: set[str | None] = set()
+    for node in group:
+        sources = sources_of(node)
+        if seen & sources:
+            return across(group, edges, sources_of)
+        seen |= sources
+    return [group]

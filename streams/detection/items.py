@@ -7,14 +7,17 @@ the whole batch at once) and by the batch's earlier items; each candidate is sco
 model (``core.items.scorer``), and a match at the schema's threshold or above is an edge of
 the graph of matches. The item joins the cluster of its matches; when they lie in several
 clusters, or the item changed, or with ``link = "across"``, the clusters around it are cut
-again from the graph (``regroup.py``). The oldest cluster keeps its id.
+again from the graph (``regroup.py``). The oldest cluster keeps its id. Two items of a
+source that lists each entity once (``link = "across"``: every source; ``once``: those
+named) are never compared.
 
 Dense groups are thinned: an item with more than ``DENSE`` candidates verifies them best
 first (most keys shared) and stops at ``ENOUGH`` matches, and it posts only the keys that
 fewer than ``ENOUGH`` of its matches already carry. A thousand records of one entity then
 cost a few candidates each instead of a thousand, and its posting lists stay short. The cut
-stays right: each such item holds to its group by ``ENOUGH`` matches, which no bridge or
-articulation point can be, and an entity that does not match the group finds its own keys.
+stays right: each such item holds to its group by ``ENOUGH`` matches, as many as hold a part
+whatever its size (``communities.HOLD``), and an entity that does not match the group finds
+its own keys.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from neardup.core.records import format_fetched_at
 from neardup.state import FingerprintKind, FingerprintTable, State, StateView, fetched_at_to_micros
 from neardup.state.items import item_doc_id, stored_model
 
+from .communities import HOLD
 from .events import (
     ITEM_EVENT_COUNTER,
     METHODS,
@@ -69,8 +73,8 @@ __all__ = [
 U32 = npt.NDArray[np.uint32]
 #: an item with more candidates than this is in a dense group: thinned (module docstring)
 DENSE = 32
-#: matches that hold an item to a dense group
-ENOUGH = 4
+#: matches that hold an item to a dense group: the cut leaves a part so held whole
+ENOUGH = HOLD
 #: items between two checks for a stop
 _STOP_EVERY = 16
 #: readied items an ``ItemScoring`` keeps (a few kB each)
@@ -123,8 +127,9 @@ class ItemScoring:
         return cls(schema, stored_model(state.store))
 
     def may_link(self, item: PreparedItem, other: PreparedItem) -> bool:
-        """``link = "across"``: only items of different sources are compared."""
-        return self.schema.link != "across" or item.source != other.source
+        """Whether two items may be compared: not two of a source that lists each entity
+        once (``ItemSchema.listed_once``)."""
+        return item.source != other.source or not self.schema.listed_once(item.source)
 
 
 class ItemDetector:
@@ -220,14 +225,22 @@ class _Batch:
         # the keys the batch's items posted so far, with their posters
         self._posted: dict[int, list[int]] = {}
         self._posts: list[tuple[U32, int]] = []
-        across = self.schema.link == "across"
+        linked = self.schema.link == "across" or bool(self.schema.once)
         self.regroup = Regrouper(
-            view, self.events, self.gauges, self.ref, self._source_of if across else None
+            view,
+            self.events,
+            self.gauges,
+            self.ref,
+            self._source_of if linked else None,
+            every_source=self.schema.link == "across",
         ).regroup
 
     def _source_of(self, doc_id: int) -> str | None:
+        """The item's source where it lists each entity once (any, with ``link = "across"``)."""
         item = self._item(doc_id)
-        return None if item is None else item.source
+        if item is None or not self.schema.listed_once(item.source):
+            return None
+        return item.source
 
     def _may_be_candidates(self, met: dict[int, int]) -> list[int]:
         """Those of ``met`` (keys shared by each) sharing at least the model's

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from neardup.state import StateView
 
-from .communities import across, components, parts
+from .communities import across, components, one_of_each, parts
 from .events import ClusterSplit, DocRef, Event
 
 __all__ = ["IDENTICAL", "Regrouper"]
@@ -29,8 +29,10 @@ IDENTICAL = 2.0
 class Regrouper:
     """Regroups the clusters of a view, adding to a batch's events and cluster gauges.
 
-    ``ref``: the document a split event names by its id. ``source_of``: with item mode's
-    ``link = "across"``, an item's source (clusters then hold one item of each source)."""
+    ``ref``: the document a split event names by its id. ``source_of``: in item mode, the
+    source of an item whose source lists each entity once, else None: with ``link =
+    "across"`` (``every_source``) clusters hold one item of each source; with ``once``, a
+    cluster cut by structure holds at most one item of each source so named."""
 
     def __init__(
         self,
@@ -39,12 +41,14 @@ class Regrouper:
         gauges: dict[str, int],
         ref: Callable[[int], DocRef],
         source_of: Callable[[int], str | None] | None = None,
+        every_source: bool = True,
     ) -> None:
         self.view = view
         self.events = events
         self.gauges = gauges
         self.ref = ref
         self.source_of = source_of
+        self.every_source = every_source
 
     def regroup(
         self, touched: set[int], gone: int | None = None
@@ -67,10 +71,22 @@ class Regrouper:
             def cut(component: list[int], graph: dict[int, dict[int, float]]) -> list[list[int]]:
                 return parts(component, graph, lambda node: len(copies[node]))
 
-        else:
+        elif self.every_source:
 
             def cut(component: list[int], graph: dict[int, dict[int, float]]) -> list[list[int]]:
                 return across(component, graph, lambda node: {source_of(m) for m in copies[node]})
+
+        else:
+
+            def once(node: int) -> set[str | None]:
+                return {s for m in copies[node] if (s := source_of(m)) is not None}
+
+            def cut(component: list[int], graph: dict[int, dict[int, float]]) -> list[list[int]]:
+                return [
+                    group
+                    for part in parts(component, graph, lambda node: len(copies[node]))
+                    for group in one_of_each(part, graph, once)
+                ]
 
         groups = [
             sorted(member for node in group for member in copies[node])

@@ -67,3 +67,27 @@ def test_json_round_trip_and_differences(listings_schema: ItemSchema, listings_t
     assert "fields.name.weight: stored 3, requested 4" in found
     fewer = ItemSchema.from_toml(listings_toml.split("[fields.location]")[0])
     assert "fields.location: only in the stored schema" in fewer.differences(listings_schema)
+
+
+def test_sources_listed_once_are_named_checked_and_stored() -> None:
+    head = 'id = "i"\nsource = "site"\n'
+    fields = '[fields.a]\ntype = "text"\nweight = 1\n'
+    schema = ItemSchema.from_toml(head + 'once = ["dblp"]\n' + fields)
+    assert schema.once == ("dblp",)
+    assert schema.listed_once("dblp") and not schema.listed_once("scholar")
+    assert not schema.listed_once(None)
+    assert ItemSchema.from_json(schema.to_json()) == schema
+    plain = ItemSchema.from_toml(head + fields)
+    assert plain.differences(schema) == ["once: stored ['dblp'], requested None"]
+    across = ItemSchema.from_toml(head + 'link = "across"\n' + fields)
+    assert across.listed_once("scholar") and across.listed_once(None)
+    for bad, named in [
+        ('once = "dblp"\n', "line 3: once = 'dblp' must be a list of source names"),
+        ('once = ["dblp", 3]\n', "must be a list of source names"),
+        ('once = ["dblp"]\nlink = "across"\n', 'is what link = "across" does'),
+    ]:
+        with pytest.raises(SchemaError) as caught:
+            ItemSchema.from_toml(head + bad + fields)
+        assert named in str(caught.value)
+    with pytest.raises(SchemaError, match="once needs a source field"):
+        ItemSchema.from_toml('id = "i"\nonce = ["dblp"]\n' + fields)

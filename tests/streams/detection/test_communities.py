@@ -7,7 +7,7 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from neardup.streams.detection.communities import across, components, parts
+from neardup.streams.detection.communities import across, components, one_of_each, parts
 
 Graph = dict[int, dict[int, float]]
 
@@ -61,6 +61,44 @@ def test_a_large_thinned_entity_stays_whole_and_a_chain_beside_it_is_cut() -> No
     assert [5000, 5001] in found and [5002, 5003] in found
 
 
+def _clique(members: range, score: float = 0.95) -> list[tuple[int, int, float]]:
+    return [(a, b, score) for a in members for b in members if a < b]
+
+
+def _joins(count: int, apart: int = 6) -> list[tuple[int, int, float]]:
+    return [(n, n + apart, 0.9) for n in range(count)]
+
+
+def test_groups_held_together_by_fewer_matches_than_records_are_cut() -> None:
+    # two papers' groups, each matched densely, joined by two citations of one by the other
+    graph = _graph([*_clique(range(5)), *_clique(range(5, 10)), (0, 5, 0.9), (1, 6, 0.9)])
+    assert parts(range(10), graph) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    # three matches between two groups of six: fewer than the four that hold any part
+    three = _graph([*_clique(range(6)), *_clique(range(6, 12)), *_joins(3)])
+    assert parts(range(12), three) == [list(range(6)), list(range(6, 12))]
+
+
+def test_as_many_matches_as_records_or_four_hold_a_part() -> None:
+    triangles = _graph([*_clique(range(3)), *_clique(range(3, 6)), *_joins(3, 3)])
+    assert parts(range(6), triangles) == [list(range(6))]
+    # four matches hold a part of any size (the detector thins a record to four)
+    four = _graph([*_clique(range(6)), *_clique(range(6, 12)), *_joins(4)])
+    assert parts(range(12), four) == [list(range(12))]
+
+
+def test_a_ring_of_four_records_stays_whole() -> None:
+    ring = _graph([(0, 1, 0.9), (1, 2, 0.9), (2, 3, 0.9), (3, 0, 0.9)])
+    assert parts(range(4), ring) == [[0, 1, 2, 3]]
+
+
+def test_a_group_loosely_held_to_a_large_thinned_entity_is_cut() -> None:
+    rng = random.Random(3)
+    edges = [(n, m, 0.95) for n in range(1, 1500) for m in rng.sample(range(n), min(n, 4))]
+    beside = [*_clique(range(2000, 2006)), (2000, 10, 0.6), (2001, 700, 0.6)]
+    graph = _graph(edges + beside)
+    assert parts(sorted(graph), graph) == [list(range(1500)), list(range(2000, 2006))]
+
+
 _EDGES = st.lists(
     st.tuples(st.integers(0, 25), st.integers(0, 25), st.sampled_from([0.55, 0.7, 0.9, 1.0])),
     max_size=60,
@@ -94,3 +132,17 @@ def test_across_sources_a_cluster_holds_one_record_of_each_joining_its_best() ->
     assert found == [[1, 4], [2, 3]]
     for group in found:
         assert len({source[m] for m in group}) == len(group)
+
+
+def test_a_source_listed_once_has_one_record_a_cluster_others_repeat() -> None:
+    # a catalogue (c) lists each paper once, a search engine (s) repeats them: 1 and 2 are two
+    # papers its listings 3, 4, 5 join; 3 and 4 are one paper's repeats
+    source = {1: "c", 2: "c", 3: "s", 4: "s", 5: "s"}
+    graph = _graph([(1, 3, 0.95), (1, 4, 0.9), (3, 4, 0.99), (2, 5, 0.95), (4, 5, 0.6)])
+
+    def once(node: int) -> set[str | None]:
+        return {source[node]} if source[node] == "c" else set()
+
+    found = [g for part in parts([1, 2, 3, 4, 5], graph) for g in one_of_each(part, graph, once)]
+    assert sorted(found) == [[1, 3, 4], [2, 5]]
+    assert one_of_each([1, 3, 4], graph, once) == [[1, 3, 4]]  # one of each already

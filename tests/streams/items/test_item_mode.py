@@ -115,30 +115,46 @@ def test_bad_records_are_dead_letters_and_the_rest_goes_on(tmp_path: Path) -> No
     }
 
 
-def test_link_across_sources_joins_only_items_of_different_sources(tmp_path: Path) -> None:
-    text = SCHEMA.read_text().replace('source = "source"', 'source = "source"\nlink = "across"')
-    schema = ItemSchema.from_toml(text)
-    base = {"name": "Blue Door Cafe", "address": "12 Main Street", "city": "Salem"}
-    records = [
-        {**base, "id": "a1", "source": "atlas"},
-        {**base, "id": "a2", "source": "atlas"},  # the same source: not with a1
-        {**base, "id": "y1", "source": "yellow"},  # links to one of them
-        {**base, "id": "a3", "source": "atlas", "name": "Green Door Bakery"},
-    ]
-    inputs = _write(tmp_path / "items.jsonl", records)
+def _clustered(folder: Path, line: str, records: list[dict[str, str]]) -> set[frozenset[str]]:
+    """The clusters of ``records`` run under the listings schema with ``line`` added."""
     from neardup.streams.running.embedded import run
 
-    with State.open(tmp_path / "s") as state:
+    text = SCHEMA.read_text().replace('source = "source"', f'source = "source"\n{line}')
+    schema = ItemSchema.from_toml(text)
+    inputs = _write(folder.with_suffix(".jsonl"), records)
+    with State.open(folder) as state:
         check_or_store_schema(state.store, schema)
         run(state, [str(inputs)], items=schema)
-        found = partition(state)
-        # one item of each source a cluster: y1 joins a1 or a2, its equals
-        assert found in ({frozenset({"a1", "y1"})}, {frozenset({"a2", "y1"})})
-    separate = _write(tmp_path / "two.jsonl", records[:2])
-    with State.open(tmp_path / "t") as state:
-        check_or_store_schema(state.store, schema)
-        run(state, [str(separate)], items=schema)
-        assert partition(state) == set()
+        return partition(state)
+
+
+_CAFE = {"name": "Blue Door Cafe", "address": "12 Main Street", "city": "Salem"}
+
+
+def test_link_across_sources_joins_only_items_of_different_sources(tmp_path: Path) -> None:
+    records = [
+        {**_CAFE, "id": "a1", "source": "atlas"},
+        {**_CAFE, "id": "a2", "source": "atlas"},  # the same source: not with a1
+        {**_CAFE, "id": "y1", "source": "yellow"},  # links to one of them
+        {**_CAFE, "id": "a3", "source": "atlas", "name": "Green Door Bakery"},
+    ]
+    found = _clustered(tmp_path / "s", 'link = "across"', records)
+    # one item of each source a cluster: y1 joins a1 or a2, its equals
+    assert found in ({frozenset({"a1", "y1"})}, {frozenset({"a2", "y1"})})
+    assert _clustered(tmp_path / "t", 'link = "across"', records[:2]) == set()
+
+
+def test_a_source_listed_once_never_pairs_its_own_items(tmp_path: Path) -> None:
+    records = [
+        {**_CAFE, "id": "a1", "source": "atlas"},
+        {**_CAFE, "id": "a2", "source": "atlas", "name": "Blue Door Cafe Two"},  # not with a1
+        {**_CAFE, "id": "y1", "source": "yellow"},  # joins one of them
+        {**_CAFE, "id": "y2", "source": "yellow"},  # yellow repeats: y2 goes with y1
+    ]
+    found = _clustered(tmp_path / "s", 'once = ["atlas"]', records)
+    assert len(found) == 1
+    (cluster,) = found
+    assert {"y1", "y2"} <= cluster and len(cluster & {"a1", "a2"}) == 1
 
 
 def test_a_state_keeps_its_schema_and_refuses_another(tmp_path: Path) -> None:
