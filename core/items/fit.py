@@ -10,7 +10,7 @@
    only, are no group. One round: a second joined no more on the bench's corpora, and
    each costs a comparison of every candidate pair.
 2. **u** (the levels of non-matching pairs): the levels of random pairs of the sample
-   (of different sources when the schema links across them). Almost every random pair is
+   (never two of a source that lists each entity once). Almost every random pair is
    a non-match, so their levels are the non-matches' (Fellegi and Sunter; splink does the
    same). Candidates are not: most candidates of a record are near misses, and its match
    is among them. A text field's levels above the lowest need shared words, which random
@@ -244,7 +244,7 @@ def _comparable(schema: ItemSchema, items: Sequence[PreparedItem], a: int, b: in
 def _random_pairs(
     schema: ItemSchema, items: Sequence[PreparedItem], count: int, rng: random.Random
 ) -> list[tuple[int, int]]:
-    """Pairs drawn at random (of different sources when the schema links across them)."""
+    """Pairs drawn at random (not two items of a source that lists each entity once)."""
     n = len(items)
     if n < 2:
         return []
