@@ -22,7 +22,7 @@ fit's own inverted index of words; no library samples pairs by shared tokens.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -41,12 +41,12 @@ def word_level_shares(
     levels: int,
     uniform: Sequence[tuple[int, int]],
     uniform_levels: Sequence[int],
-    sources: Sequence[str | None] | None,
+    sources: Sequence[Hashable] | None,
     rng: random.Random,
     draws: int = SHARED_DRAWS,
 ) -> npt.NDArray[np.float64] | None:
     """Each level's share of the pairs whose field is present in both items (``sources``:
-    each item's, when only pairs of different sources are compared): pairs sharing a word
+    a label per item, two items of one label never compared): pairs sharing a word
     estimated from ``draws`` pairs drawn through a shared word, the others from the
     ``uniform`` random pairs sharing no word (``uniform_levels``: the levels of all of
     them, MISSING where either lacks the field). None when there is nothing to draw
@@ -96,13 +96,13 @@ def word_level_shares(
     return shares / total if total > 0.0 else None
 
 
-def comparable_pairs(present: Sequence[int], sources: Sequence[str | None] | None) -> float:
+def comparable_pairs(present: Sequence[int], sources: Sequence[Hashable] | None) -> float:
     """The pairs of the items at ``present`` that are compared: all of them, or those of
-    different sources (``sources``: each item's, when the schema links across them)."""
+    different labels (``sources``: a label per item, two of one label never compared)."""
     n = len(present)
     if sources is None:
         return n * (n - 1) / 2.0
-    by_source: dict[str | None, int] = {}
+    by_source: dict[Hashable, int] = {}
     for at in present:
         by_source[sources[at]] = by_source.get(sources[at], 0) + 1
     return n * (n - 1) / 2.0 - sum(k * (k - 1) / 2.0 for k in by_source.values())

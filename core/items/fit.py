@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -239,6 +239,17 @@ def least_shared(shared: Sequence[int], matched: Sequence[float]) -> int:
 
 def _comparable(schema: ItemSchema, items: Sequence[PreparedItem], a: int, b: int) -> bool:
     return items[a].source != items[b].source or not schema.listed_once(items[a].source)
+
+
+def _never_compared(schema: ItemSchema, items: Sequence[PreparedItem]) -> list[Hashable] | None:
+    """A label per item, two items of one label never compared (their source, where it lists
+    each entity once; else the item's own), or None when any two are compared."""
+    if schema.link == "any" and not schema.once:
+        return None
+    return [
+        item.source if schema.listed_once(item.source) else ("item", at)
+        for at, item in enumerate(items)
+    ]
 
 
 def _random_pairs(
@@ -564,7 +575,7 @@ def fit(
         candidates, similarities = _compared(scorer, features, stop.each(pairs))
     rng = random.Random(seed)
     random_pairs = _random_pairs(schema, items, RANDOM_PAIRS, rng)
-    sources = [item.source for item in items] if schema.link == "across" else None
+    sources = _never_compared(schema, items)
     comparable = comparable_pairs(range(len(items)), sources)
     randoms, _ = _compared(scorer, features, stop.each(random_pairs))
     m0 = [np.asarray(row, dtype=float) for row in prior.m]

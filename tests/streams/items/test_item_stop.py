@@ -24,11 +24,19 @@ pytestmark = pytest.mark.slow
 SCHEMA = Path(__file__).resolve().parents[3] / "bench" / "items" / "schemas" / "listings.toml"
 
 
-def _command(state: Path, inputs: Path) -> list[str]:
+def _command(state: Path, inputs: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "neardup.streams", "run", "--state", str(state),
-        "--schema", str(SCHEMA), "--batch-size", "1500", str(inputs),
+        "--schema", str(SCHEMA), "--batch-size", "1500", *extra, str(inputs),
     ]  # fmt: skip
+
+
+def _first_batch_reported(stats: Path, run: subprocess.Popen[bytes]) -> None:
+    """Wait until the run reports its first batch done (one line of --stats a batch)."""
+    deadline = time.monotonic() + 120
+    while not (stats.exists() and stats.read_text().count("\n") >= 1):
+        assert run.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
 
 
 def _clusters(state: Path) -> set[frozenset[str]]:
@@ -54,10 +62,15 @@ def test_sigterm_ends_an_item_run_at_once_and_a_rerun_ends_as_an_unstopped_one(
     subprocess.run(_command(tmp_path / "whole", inputs), check=True, capture_output=True)
     whole = time.monotonic() - started
 
-    for share in (0.2, 0.6):  # while fitting ahead, then while detecting
-        state = tmp_path / f"stopped-{share}"
-        run = subprocess.Popen(_command(state, inputs), stderr=subprocess.PIPE)
-        time.sleep(share * whole)
+    for fitting in (True, False):  # while fitting ahead, then after a first batch
+        state = tmp_path / f"stopped-{fitting}"
+        stats = tmp_path / f"stats-{fitting}.jsonl"
+        extra = () if fitting else ("--stats", str(stats), "--stats-every", "1500")
+        run = subprocess.Popen(_command(state, inputs, *extra), stderr=subprocess.PIPE)
+        if fitting:
+            time.sleep(0.2 * whole)
+        else:  # the next batches still to do (a fixed delay may land after the last)
+            _first_batch_reported(stats, run)
         run.send_signal(signal.SIGTERM)
         asked = time.monotonic()
         assert run.wait(timeout=30) == 143
