@@ -31,7 +31,7 @@ from neardup.core.items.prepare import ItemPreparer, PreparedItem
 from neardup.core.items.schema import ItemSchema
 from neardup.core.items.scorer import Scorer
 from neardup.state.items import item_doc_id
-from neardup.streams.detection.communities import across, components, one_of_each, parts
+from neardup.streams.detection.communities import components, cut_component
 from neardup.streams.detection.item_fit import fit_model
 
 from . import febrl, listings, public
@@ -70,9 +70,11 @@ def clusters_of(
     each item's node in a run (its doc id), which breaks ties between equal scores as a
     run does (two copies matching one record, where ``link = "across"`` takes one)."""
     name = list(range(count)) if names is None else list(names)
+    linked = schema.link == "across" or bool(schema.once)
 
-    def once(source: str | None) -> set[str | None]:
-        return {source} if source is not None and schema.listed_once(source) else set()
+    def sources_of(node: int) -> set[str | None]:
+        source = sources[at[node]]
+        return {source} if schema.listed_once(source) else set()
 
     at = {node: index for index, node in enumerate(name)}
     graph: dict[int, dict[int, float]] = defaultdict(dict)
@@ -81,14 +83,12 @@ def clusters_of(
         graph[x][y] = graph[y][x] = max(score, graph[x].get(y, 0.0))
     labels = list(range(count))
     for component in components(sorted(graph), graph):
-        if schema.link == "across":
-            cut = across(component, graph, lambda node: {sources[at[node]]})
-        else:
-            cut = [
-                group
-                for part in parts(component, graph)
-                for group in one_of_each(part, graph, lambda node: once(sources[at[node]]))
-            ]
+        cut = cut_component(
+            component,
+            graph,
+            sources_of=sources_of if linked else None,
+            every_source=schema.link == "across",
+        )
         for group in cut:
             for member in group:
                 labels[at[member]] = at[group[0]]
@@ -190,7 +190,7 @@ def evaluate(
         candidates += len(met)
         verified_true += sum(1 for other in met if truth[other] == truth[at])
         for other in sorted(met):
-            if items[other].source == item.source and schema.listed_once(item.source):
+            if not schema.compares(items[other].source, item.source):
                 continue
             match = scorer.verify(features[at], features[other])
             if match is not None and match.matched:

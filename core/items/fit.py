@@ -238,7 +238,7 @@ def least_shared(shared: Sequence[int], matched: Sequence[float]) -> int:
 
 
 def _comparable(schema: ItemSchema, items: Sequence[PreparedItem], a: int, b: int) -> bool:
-    return items[a].source != items[b].source or not schema.listed_once(items[a].source)
+    return schema.compares(items[a].source, items[b].source)
 
 
 def _never_compared(schema: ItemSchema, items: Sequence[PreparedItem]) -> list[Hashable] | None:

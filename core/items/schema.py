@@ -276,6 +276,11 @@ class ItemSchema:
         "across"``): two of its items are never one entity."""
         return self.link == "across" or (source is not None and source in self.once)
 
+    def compares(self, source: str | None, other: str | None) -> bool:
+        """Whether two items of these sources are ever compared: not two of one source that
+        lists each entity once."""
+        return source != other or not self.listed_once(source)
+
     def differences(self, other: ItemSchema) -> list[str]:
         """What differs between this schema and ``other`` (the stored one), one line each, named
         by its TOML path; empty when they are interchangeable."""

@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 import igraph
 import numpy as np
 
-__all__ = ["HOLD", "MIN_SIDE", "across", "components", "one_of_each", "parts"]
+__all__ = ["HOLD", "MIN_SIDE", "across", "components", "cut_component", "one_of_each", "parts"]
 
 #: a bridge or an articulation point is cut when the parts it holds together hold this many
 #: records each (a pair hanging on a pair by one match is a chain)
@@ -173,7 +173,6 @@ def _fiedler_order(graph: igraph.Graph) -> list[int] | None:
     target = np.concatenate([ends[:, 1], ends[:, 0]])
     degree = np.bincount(source, minlength=count).astype(np.float64)
     scale = 1.0 / np.sqrt(degree)
-    top = np.sqrt(degree) / np.linalg.norm(np.sqrt(degree))  # the eigenvector of 1
     if count <= _EXACT_UP_TO:
         adjacency = np.zeros((count, count))
         adjacency[source, target] = 1.0
@@ -182,6 +181,7 @@ def _fiedler_order(graph: igraph.Graph) -> list[int] | None:
     else:
         # (I + N) / 2 has the eigenvalues of N moved into [0, 1]; the top one's vector
         # projected out, its next one is found
+        top = np.sqrt(degree) / np.linalg.norm(np.sqrt(degree))  # the eigenvector of 1
         second = np.cos(np.arange(count, dtype=np.float64))
         for _ in range(_ITERATIONS):
             second -= top * (top @ second)
@@ -323,6 +323,28 @@ def across(
     for node in nodes:
         groups.setdefault(find(node), []).append(node)
     return sorted(groups.values())
+
+
+def cut_component(
+    component: list[int],
+    edges: Edges,
+    size_of: Callable[[int], int] | None = None,
+    sources_of: Callable[[int], set[str | None]] | None = None,
+    every_source: bool = False,
+) -> list[list[int]]:
+    """A connected component as clusters: cut by structure (``parts``), or with
+    ``sources_of`` (a record's sources that list each entity once) holding at most one record
+    of each, built best first alone (``every_source``: ``link = "across"``) or after the cut
+    (``one_of_each``)."""
+    if sources_of is None:
+        return parts(component, edges, size_of)
+    if every_source:
+        return across(component, edges, sources_of)
+    return [
+        group
+        for part in parts(component, edges, size_of)
+        for group in one_of_each(part, edges, sources_of)
+    ]
 
 
 def one_of_each(

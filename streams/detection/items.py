@@ -127,9 +127,8 @@ class ItemScoring:
         return cls(schema, stored_model(state.store))
 
     def may_link(self, item: PreparedItem, other: PreparedItem) -> bool:
-        """Whether two items may be compared: not two of a source that lists each entity
-        once (``ItemSchema.listed_once``)."""
-        return item.source != other.source or not self.schema.listed_once(item.source)
+        """Whether two items may be compared (``ItemSchema.compares``)."""
+        return self.schema.compares(item.source, other.source)
 
 
 class ItemDetector:
@@ -231,16 +230,15 @@ class _Batch:
             self.events,
             self.gauges,
             self.ref,
-            self._source_of if linked else None,
+            self._sources_of if linked else None,
             every_source=self.schema.link == "across",
         ).regroup
 
-    def _source_of(self, doc_id: int) -> str | None:
+    def _sources_of(self, doc_id: int) -> set[str | None]:
         """The item's source where it lists each entity once (any, with ``link = "across"``)."""
         item = self._item(doc_id)
-        if item is None or not self.schema.listed_once(item.source):
-            return None
-        return item.source
+        source = None if item is None else item.source
+        return {source} if self.schema.listed_once(source) else set()
 
     def _may_be_candidates(self, met: dict[int, int]) -> list[int]:
         """Those of ``met`` (keys shared by each) sharing at least the model's

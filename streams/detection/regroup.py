@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from neardup.state import StateView
 
-from .communities import across, components, one_of_each, parts
+from .communities import components, cut_component
 from .events import ClusterSplit, DocRef, Event
 
 __all__ = ["IDENTICAL", "Regrouper"]
@@ -29,10 +29,9 @@ IDENTICAL = 2.0
 class Regrouper:
     """Regroups the clusters of a view, adding to a batch's events and cluster gauges.
 
-    ``ref``: the document a split event names by its id. ``source_of``: in item mode, the
-    source of an item whose source lists each entity once, else None: with ``link =
-    "across"`` (``every_source``) clusters hold one item of each source; with ``once``, a
-    cluster cut by structure holds at most one item of each source so named."""
+    ``ref``: the document a split event names by its id. ``sources_of``: in item mode, an
+    item's source where it lists each entity once, else none (``communities.cut_component``,
+    with ``every_source`` for ``link = "across"``)."""
 
     def __init__(
         self,
@@ -40,14 +39,14 @@ class Regrouper:
         events: list[Event],
         gauges: dict[str, int],
         ref: Callable[[int], DocRef],
-        source_of: Callable[[int], str | None] | None = None,
+        sources_of: Callable[[int], set[str | None]] | None = None,
         every_source: bool = True,
     ) -> None:
         self.view = view
         self.events = events
         self.gauges = gauges
         self.ref = ref
-        self.source_of = source_of
+        self.sources_of = sources_of
         self.every_source = every_source
 
     def regroup(
@@ -65,33 +64,22 @@ class Regrouper:
         if gone is not None:
             old_roots.setdefault(gone, clusters.find(gone))
         copies, graph = _contracted(nodes, edges)
-        source_of = self.source_of
-        if source_of is None:
+        given = self.sources_of
 
-            def cut(component: list[int], graph: dict[int, dict[int, float]]) -> list[list[int]]:
-                return parts(component, graph, lambda node: len(copies[node]))
-
-        elif self.every_source:
-
-            def cut(component: list[int], graph: dict[int, dict[int, float]]) -> list[list[int]]:
-                return across(component, graph, lambda node: {source_of(m) for m in copies[node]})
-
-        else:
-
-            def once(node: int) -> set[str | None]:
-                return {s for m in copies[node] if (s := source_of(m)) is not None}
-
-            def cut(component: list[int], graph: dict[int, dict[int, float]]) -> list[list[int]]:
-                return [
-                    group
-                    for part in parts(component, graph, lambda node: len(copies[node]))
-                    for group in one_of_each(part, graph, once)
-                ]
+        def sources_of(node: int) -> set[str | None]:
+            assert given is not None
+            return {source for member in copies[node] for source in given(member)}
 
         groups = [
             sorted(member for node in group for member in copies[node])
             for component in components(sorted(copies), graph)
-            for group in cut(component, graph)
+            for group in cut_component(
+                component,
+                graph,
+                lambda node: len(copies[node]),
+                sources_of if given is not None else None,
+                self.every_source,
+            )
         ]
         if gone is not None:
             groups.append([gone])  # alone, then forgotten: no stored cluster keeps it
