@@ -378,7 +378,9 @@ def compare_clusters(state: list[list[str]], fresh: list[list[str]]) -> dict[str
     }
 
 
-def run_cycle(crawl: Crawl, cycle: int, work: Path, state: Path, prepare: str) -> dict[str, Any]:
+def run_cycle(
+    crawl: Crawl, cycle: int, work: Path, state: Path, prepare: str, versions: str
+) -> dict[str, Any]:
     """Write cycle ``cycle``, run it through ``neardup run`` on ``state``; its table row."""
     path = work / f"cycle-{cycle}.jsonl"
     began = time.perf_counter()
@@ -387,7 +389,8 @@ def run_cycle(crawl: Crawl, cycle: int, work: Path, state: Path, prepare: str) -
     events, dead = work / f"events-{cycle}.jsonl", work / f"dead-letters-{cycle}.jsonl"
     seconds, rss = timed_child(
         _neardup("run", "--prepare", prepare, "--quiet", "--state", str(state),
-                 "--events", str(events), "--dead-letters", str(dead), str(path)),
+                 "--versions", versions, "--events", str(events), "--dead-letters", str(dead),
+                 str(path)),
         work / f"run-{cycle}.out", work / f"run-{cycle}.err",
     )  # fmt: skip
     row = {
@@ -407,12 +410,13 @@ def run_cycle(crawl: Crawl, cycle: int, work: Path, state: Path, prepare: str) -
     return row
 
 
-def fresh_run(crawl: Crawl, work: Path, prepare: str) -> tuple[Path, dict[str, Any]]:
+def fresh_run(crawl: Crawl, work: Path, prepare: str, versions: str) -> tuple[Path, dict[str, Any]]:
     """A new state from each live URL's latest record; the state and the run's figures."""
     path, state = work / "latest.jsonl", work / "fresh-state"
     records = crawl.write_latest(path)
     seconds, rss = timed_child(
-        _neardup("run", "--prepare", prepare, "--quiet", "--state", str(state), str(path)),
+        _neardup("run", "--prepare", prepare, "--quiet", "--state", str(state),
+                 "--versions", versions, str(path)),
         work / "fresh.out", work / "fresh.err",
     )  # fmt: skip
     path.unlink()
@@ -473,6 +477,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--prepare", default="thread", choices=("thread", "process"))
     parser.add_argument(
+        "--versions", default="latest", choices=("all", "latest"), help="the states' setting"
+    )
+    parser.add_argument(
         "--work", type=Path, help="work in this directory (default: a temporary one)"
     )
     parser.add_argument("--out", type=Path, help="write the report as JSON here")
@@ -491,13 +498,13 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         crawl = Crawl(urls, args.seed, shape, args.corpus)
         try:
-            rows = [run_cycle(crawl, c, work, work / "state", args.prepare) for c in
-                    range(1, cycles + 1)]  # fmt: skip
+            rows = [run_cycle(crawl, c, work, work / "state", args.prepare, args.versions)
+                    for c in range(1, cycles + 1)]  # fmt: skip
             for row in rows:
                 row["pages_per_second_over_first"] = round(
                     row["pages_per_second"] / rows[0]["pages_per_second"], 3
                 )
-            fresh, fresh_row = fresh_run(crawl, work, args.prepare)
+            fresh, fresh_row = fresh_run(crawl, work, args.prepare, args.versions)
         finally:
             crawl.close()
         summary = summarize(rows, work / "state", fresh, len(crawl.live))
@@ -509,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         "preset": "two-crawl" if args.two_crawl else "continuous",
         "shape": asdict(shape),
         "prepare": args.prepare,
+        "versions": args.versions,
         "cycles": rows,
         "fresh_run": fresh_row,
         "summary": summary,

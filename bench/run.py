@@ -67,9 +67,20 @@ STREAMING_PEERS = tuple(p for p, (_, _, args) in PEERS.items() if "--bulk" not i
 BULK_PEERS = tuple(p for p in PEERS if p not in STREAMING_PEERS)
 #: neardup in one process, with a prepare process, and in one process without the
 #: containment index (what that index costs)
-NEARDUP = {"neardup": "thread", "neardup-process": "process", "neardup-no-containment": "thread"}
-_NO_CONTAINMENT = {"neardup-no-containment": ["--containment-sample", "0"]}
-SYSTEMS = (*NEARDUP, *PEERS)
+NEARDUP = {
+    "neardup": "thread",
+    "neardup-process": "process",
+    "neardup-no-containment": "thread",
+    "neardup-latest": "thread",
+}
+#: the settings a variant of neardup runs with beside the defaults
+_FLAGS = {
+    "neardup-no-containment": ["--containment-sample", "0"],
+    "neardup-latest": ["--versions", "latest"],  # a url's latest fetch counts (docs/versions.md)
+}
+#: run only when named (``--systems neardup,neardup-latest``): what a setting costs
+ON_REQUEST = ("neardup-latest",)
+SYSTEMS = tuple(name for name in (*NEARDUP, *PEERS) if name not in ON_REQUEST)
 
 
 @dataclass(slots=True)
@@ -182,7 +193,7 @@ def _neardup(system: str, corpus: Path, work: Path, threshold: float) -> Run:
     seconds, rss = _run(
         [sys.executable, "-m", "neardup.streams", "run", "--prepare", NEARDUP[system],
          "--state", str(state), "--quiet", "--threshold", str(threshold), "--clusters",
-         str(out), *_NO_CONTAINMENT.get(system, []), str(corpus)]
+         str(out), *_FLAGS.get(system, []), str(corpus)]
     )  # fmt: skip
     return seconds, rss, out, _disk_bytes(state), {}
 
@@ -262,9 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1:
         parser.error(f"--repeat {args.repeat}: use 1 or more rounds")
     systems = [s for s in args.systems.split(",") if s]
-    unknown = sorted(set(systems) - set(SYSTEMS))
+    unknown = sorted(set(systems) - {*SYSTEMS, *ON_REQUEST})
     if unknown:
-        parser.error(f"unknown systems {unknown}: choose from {', '.join(SYSTEMS)}")
+        known = ", ".join((*SYSTEMS, *ON_REQUEST))
+        parser.error(f"unknown systems {unknown}: choose from {known}")
 
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmp:

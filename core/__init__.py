@@ -22,6 +22,7 @@ from .prepare import FINER_LOOKUP, Fingerprints, PreparedDoc, Preparer
 from .records import (
     DEFAULT_MAX_RECORD_BYTES,
     Page,
+    PageStatus,
     normalise_fetched_at,
     page_from_json,
     page_from_mapping,
@@ -55,6 +56,7 @@ __all__ = [
     "IncompatibleStateError",
     "NeardupError",
     "Page",
+    "PageStatus",
     "PreparedDoc",
     "Preparer",
     "Samples",

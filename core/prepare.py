@@ -21,7 +21,7 @@ from .simhash_tables import default_tables, index_keys
 from .sketch import Sketch, sketch_family
 from .supershingles import super_shingles
 
-__all__ = ["FINER_LOOKUP", "Fingerprints", "PreparedDoc", "Preparer"]
+__all__ = ["FINER_LOOKUP", "Fingerprints", "PreparedDoc", "Preparer", "document_id"]
 
 _NO_SUPER_SHINGLES: U64 = np.zeros(0, dtype=np.uint64)
 _NO_SHINGLE_KEYS: npt.NDArray[np.uint32] = np.zeros(0, dtype=np.uint32)
@@ -138,12 +138,13 @@ class Preparer:
             stream = tokens.hashes[bounds[index] : bounds[index + 1]]
             level = settings.containment_level(count)
             lookup = 0 if query else max(0, level - finer)
+            raw_print = xxhash.xxh3_64_intdigest(encoded[index])
             prepared.append(
                 PreparedDoc(
                     page,
-                    page.doc_id,
+                    document_id(page, raw_print, settings),
                     Fingerprints(
-                        xxhash.xxh3_64_intdigest(encoded[index]),
+                        raw_print,
                         xxhash.xxh3_64_intdigest(stream.data) if count else None,  # no copies
                         xxhash.xxh3_64_intdigest(shingles.data) if count else None,
                     ),
@@ -184,12 +185,13 @@ class Preparer:
             shingles = sets[index]
             count = len(shingles)
             stream = tokens.hashes[bounds[index] : bounds[index + 1]]
+            raw_print = xxhash.xxh3_64_intdigest(encoded[index])
             prepared.append(
                 PreparedDoc(
                     page,
-                    page.doc_id,
+                    document_id(page, raw_print, settings),
                     Fingerprints(
-                        xxhash.xxh3_64_intdigest(encoded[index]),
+                        raw_print,
                         xxhash.xxh3_64_intdigest(stream.data) if count else None,
                         xxhash.xxh3_64_intdigest(shingles.data) if count else None,
                     ),
@@ -205,6 +207,12 @@ class Preparer:
                 )
             )
         return prepared
+
+
+def document_id(page: Page, raw_fingerprint: int, settings: Settings) -> int:
+    """A page's document id: its url and fetched_at, and where only the latest version of a
+    url counts, its content too (``Page.version_id``)."""
+    return page.doc_id if settings.versions == "all" else page.version_id(raw_fingerprint)
 
 
 def _packed(sketches: list[Sketch], query: bool) -> list[bytes | None]:

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from .exceptions import BadRecordError
-from .prepare import Fingerprints, PreparedDoc
-from .records import Page
+from .prepare import Fingerprints, PreparedDoc, document_id
+from .records import Page, PageStatus
 from .settings import Settings
 from .sketch import Sketch, sketch_family
 
@@ -57,6 +57,9 @@ _U4 = np.dtype("<u4")
 _U8 = np.dtype("<u8")
 _HAS_SHINGLE_SET = 2
 _HAS_PACKED_SKETCH = 4
+#: a record saying its url is gone, or was fetched unchanged (``Page.status``)
+_DELETED = 8
+_UNCHANGED = 16
 
 
 def encode_batch(docs: Sequence[PreparedDoc], settings: Settings) -> bytes:
@@ -83,6 +86,7 @@ def encode_document(doc: PreparedDoc) -> bytes:
         (_HAS_CANONICAL if prints.canonical is not None else 0)
         | (_HAS_SHINGLE_SET if prints.shingle_set is not None else 0)
         | (_HAS_PACKED_SKETCH if doc.packed_sketch is not None else 0)
+        | {"fetched": 0, "deleted": _DELETED, "unchanged": _UNCHANGED}[page.status]
     )
     packed = doc.packed_sketch or b""
     sketch = doc.sketch.values.astype("<u4", copy=False)
@@ -199,8 +203,11 @@ def decode_batch(raw: bytes, settings: Settings) -> list[PreparedDoc]:
                     raise _bad("truncated inside a document")
                 texts.append(raw[offset : offset + length].decode())
                 offset += length
-            page = Page(texts[0], "", texts[1], texts[2])
-            if page.doc_id != doc_id:
+            status: PageStatus = (
+                "deleted" if flags & _DELETED else "unchanged" if flags & _UNCHANGED else "fetched"
+            )
+            page = Page(texts[0], "", texts[1], texts[2], status)
+            if document_id(page, raw_print, settings) != doc_id:
                 raise _bad(f"document {doc_id:016x} does not match its url and fetched_at")
             docs.append(
                 PreparedDoc(

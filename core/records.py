@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import xxhash
@@ -22,6 +22,7 @@ from .markup import check_markup
 __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",
     "Page",
+    "PageStatus",
     "format_fetched_at",
     "normalise_fetched_at",
     "page_from_json",
@@ -40,17 +41,35 @@ _CONTROL_BYTES = bytes([*range(0x01, 0x09), *range(0x0E, 0x20), 0x7F])
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """A crawled page, validated. ``fetched_at`` is normalised to UTC (``...Z``) or empty."""
+    """A crawled page, validated. ``fetched_at`` is normalised to UTC (``...Z``) or empty.
+
+    ``status``: "fetched" (a page and its content), or what a crawler says of a url it
+    fetched again: "deleted" (gone: a 404 or 410) or "unchanged" (a 304); those two have no
+    content, and only a state that keeps the latest version of each url acts on them
+    (``Settings.versions``)."""
 
     url: str
     content: str
     fetched_at: str = ""
     content_type: str = ""
+    status: PageStatus = "fetched"
 
     @property
     def doc_id(self) -> int:
         """64-bit document id: the same (url, fetched_at) always gives the same id."""
         return xxhash.xxh3_64_intdigest(f"{self.url}\x1f{self.fetched_at}".encode())
+
+    def version_id(self, raw_fingerprint: int) -> int:
+        """The id of this version of the url's content, where only the latest version counts
+        (``Settings.versions = "latest"``): two fetches at one instant with other content
+        are two versions, of which one wins, not one document."""
+        return xxhash.xxh3_64_intdigest(
+            f"{self.url}\x1f{self.fetched_at}\x1f{raw_fingerprint:016x}".encode()
+        )
+
+
+#: what a record says of its url (``Page.status``)
+PageStatus = Literal["fetched", "deleted", "unchanged"]
 
 
 def normalise_fetched_at(value: str) -> str:
@@ -93,6 +112,9 @@ def page_from_mapping(record: Any) -> Page:
         raise BadRecordError(
             "not_an_object", f"expected a JSON object, got {type(record).__name__}"
         )
+    status = _status(record)
+    if status != "fetched":
+        record = {**record, "content": ""}  # whatever it held: only the url's fate counts
     for name in ("url", "content"):
         if name not in record:
             raise BadRecordError("missing_field", f"the record has no {name!r} field")
@@ -111,13 +133,35 @@ def page_from_mapping(record: Any) -> Page:
         raise BadRecordError("bad_field", "'fetched_at' must be an ISO-8601 string")
     if content_type is not None and not isinstance(content_type, str):
         raise BadRecordError("bad_field", "'content_type' must be a string")
+    if status == "unchanged" and not fetched_at:
+        raise BadRecordError(
+            "missing_field", "an unchanged record needs the 'fetched_at' of its fetch"
+        )
     check_markup(content, content_type or "")
     return Page(
         url=url,
         content=content,
         fetched_at=normalise_fetched_at(fetched_at) if fetched_at else "",
         content_type=(content_type or "").strip(),
+        status=status,
     )
+
+
+def _status(record: dict[str, Any]) -> PageStatus:
+    """ "deleted" for ``"deleted": true``, "unchanged" for ``"unchanged": true``, else
+    "fetched" (the record must then hold content)."""
+    flags = [name for name in ("deleted", "unchanged") if name in record]
+    for name in flags:
+        if not isinstance(record[name], bool):
+            raise BadRecordError(
+                "bad_field", f"{name!r} must be true or false, not {record[name]!r:.40}"
+            )
+    said = [name for name in flags if record[name]]
+    if len(said) > 1:
+        raise BadRecordError("bad_field", "a record is either deleted or unchanged, not both")
+    if said == ["deleted"]:
+        return "deleted"
+    return "unchanged" if said else "fetched"
 
 
 def page_from_json(line: bytes | str, max_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Page:

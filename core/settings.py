@@ -31,6 +31,8 @@ TokenUnit = Literal["word", "character"]
 #: "minhash": the bottom-s sketch, super-shingles and the containment index; "simhash": a
 #: 64-bit SimHash of the page's words, found within Hamming distance k through Manku's tables
 SketchKind = Literal["minhash", "simhash"]
+#: "all": every fetch a document; "latest": a url's latest fetch counts (``Settings.versions``)
+Versions = Literal["all", "latest"]
 
 #: The SimHash mode's check of the pairs its distance finds (bench/simhash_study.py,
 #: docs/simhash.md): word unigrams also bring edits of 10-25 % within distance 3, so each
@@ -159,6 +161,11 @@ class Settings:
     #: join) and no containment index. ``sample_size``, ``num_bins``, the bands and
     #: ``short_limit`` shape nothing in it.
     sketch: SketchKind = "minhash"
+    #: "all": every fetch of a url is a document of its own (an archive: the history and
+    #: lost and found see each). "latest": a url's latest fetch is the page clusters hold;
+    #: an earlier one leaves them when a later one comes, and a deletion record removes the
+    #: url (docs/versions.md). States made before this setting keep "all".
+    versions: Versions = "all"
     _bands_rows: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -202,6 +209,11 @@ class Settings:
             isinstance(self.short_limit, int) and 1 <= self.short_limit <= self.sample_size,
             f"short_limit={self.short_limit!r} is out of range: use an integer from 1 to "
             f"sample_size ({self.sample_size}) so that short documents are compared exactly",
+        )
+        _require(
+            self.versions in ("all", "latest"),
+            f"versions={self.versions!r} is unknown: use 'all' (every fetch a document) or "
+            "'latest' (a url's latest fetch counts)",
         )
         _require(
             isinstance(self.split_clusters, bool),
@@ -299,6 +311,12 @@ class Settings:
         object.__setattr__(self, "containment_sample", 0)
 
     @property
+    def keeps_edges(self) -> bool:
+        """Whether the verified matches are kept as edges: for clusters that are cut, and
+        for clusters a page leaves (a superseded or deleted version)."""
+        return self.split_clusters or self.versions == "latest"
+
+    @property
     def sample_kept(self) -> int:
         """Values of the bottom-s sample each document keeps: ``sample_size``, or in SimHash
         mode the verifier's ``SIMHASH_SAMPLE``."""
@@ -378,6 +396,7 @@ class Settings:
         if not isinstance(data, dict):
             raise SettingsError(f"stored settings {text!r} are not a JSON object")
         names = {f.name for f in dataclasses.fields(cls) if f.init}
+        data.setdefault("versions", "all")  # stored before the setting was: every fetch kept
         unknown = sorted(set(data) - names)
         if unknown:
             raise SettingsError(f"stored settings have unknown fields {unknown}: upgrade neardup")

@@ -3,6 +3,7 @@
 from .checkpoints import Checkpoints
 from .clusters import Clusters
 from .codec import (
+    NO_TIME,
     ClusterInfo,
     DocRecord,
     Postings,
@@ -28,20 +29,25 @@ from .stop_keys import StopKey, top_stop_keys
 from .store import TABLES, Changes, Store, Table
 from .timeline import Sample, Timeline
 from .transaction import Transaction
+from .versions import Departed, LiveVersion, LiveVersions
 
 __all__ = [
     "FORMAT_VERSION",
     "KEY_FILTER_BYTES",
+    "NO_TIME",
     "TABLES",
     "Changes",
     "Checkpoints",
     "ClusterInfo",
     "Clusters",
     "Counters",
+    "Departed",
     "DocRecord",
     "Documents",
     "FingerprintKind",
     "FingerprintTable",
+    "LiveVersion",
+    "LiveVersions",
     "LogOffsets",
     "Meetings",
     "MemoryStore",

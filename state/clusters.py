@@ -286,16 +286,21 @@ class Clusters:
         return size
 
     def regroup(
-        self, roots: Iterable[int], groups: Sequence[Sequence[int]], gauges: dict[str, int]
+        self,
+        roots: Iterable[int],
+        groups: Sequence[Sequence[int]],
+        gauges: dict[str, int],
+        keep_roots: bool = False,
     ) -> list[int]:
         """Replace the clusters rooted at ``roots`` (as ``find`` gives them) by ``groups``,
         which hold exactly their members (and documents new to the state, ``add_singles``):
         what a split or a removal needs, where union-find only joins. Each group's root is
-        its oldest member (``age``), so the group holding an old root keeps its id. Returns
-        the groups' roots, in order; ``gauges`` as for ``merge``."""
+        its oldest member (``age``), or with ``keep_roots`` the oldest old root it holds.
+        Returns the groups' roots, in order; ``gauges`` as for ``merge``."""
         writes = self._tx.writes
         nodes = self._nodes
-        for root in set(roots):
+        replaced = set(roots)
+        for root in replaced:
             size, _ = self._size_and_time(root)
             if size > 1:
                 _unsize(writes("sizes"), _SIZE_KEY_PACK(_INVERTED - size, root))
@@ -308,6 +313,13 @@ class Clusters:
             members = sorted(
                 group, key=lambda member: (self._documents.fetched_micros(member), member)
             )
+            # ``keep_roots``: a group holding an old root keeps it (the oldest such), as a
+            # page cluster keeps its id while its first page is in it; a root is the first
+            # member to arrive, which at equal times need not be the smallest id
+            kept = [member for member in members if member in replaced] if keep_roots else []
+            if kept and kept[0] != members[0]:
+                members.remove(kept[0])
+                members.insert(0, kept[0])
             root, size = members[0], len(members)
             made.append(root)
             for member in members:

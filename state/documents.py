@@ -80,6 +80,11 @@ class Documents:
         self._fetched[doc_id] = record.fetched_at
         self._times[doc_id] = micros
 
+    def remove(self, doc_id: int) -> None:
+        """Forget a document (a version that left, whose sketch nothing shares)."""
+        self._tx.delete("docs", encode_id(doc_id))
+        self._urls[doc_id] = self._fetched[doc_id] = self._times[doc_id] = None
+
     def put_unsketched(
         self, heads: Sequence[Head], micros: Sequence[int], duplicate_of: Sequence[int]
     ) -> None:

@@ -43,6 +43,14 @@ class MatchEdges:
                 self._pending.setdefault(a, {})[b] = None
         return neighbours
 
+    def score(self, first: int, second: int) -> float:
+        """The score of the edge between two documents, or 0.0 when there is none."""
+        pending = self._pending.get(first, {})
+        if second in pending:
+            return pending[second] or 0.0
+        raw = self._tx.get("edges", _EDGE.pack(first, second))
+        return 0.0 if raw is None else float(_SCORE.unpack(raw)[0])
+
     def neighbours(self, doc_id: int) -> dict[int, float]:
         """The documents ``doc_id`` matches, with the scores."""
         found: dict[int, float] = {}

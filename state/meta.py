@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a stored layout changes incompatibly.
-FORMAT_VERSION = 11
+FORMAT_VERSION = 12
 
 #: older formats a writer upgrades in place when it opens them, with why that is safe
 _UPGRADES = {
@@ -27,6 +27,8 @@ _UPGRADES = {
     9: "format 10 adds the stopranks table, which ranks the stop keys of stopkeys",
     10: "format 11 adds the timeline, items, itemkeys, edges and simhashes tables, empty in "
     "a min-hash state of pages without history",
+    11: "format 12 adds the live and gone tables, used only where versions = 'latest' (a "
+    "setting older states do not have)",
 }
 #: the format from which the stopranks table is there to keep (no need to rank the stop keys)
 _RANKED = 10

@@ -25,6 +25,7 @@ from .rocksdb import FOLLOWER_OPTIONS, RocksDBOptions, RocksDBStore
 from .store import Store
 from .timeline import Timeline
 from .transaction import Transaction
+from .versions import Departed, LiveVersions
 
 __all__ = ["KEY_FILTER_BYTES", "State", "StateView"]
 
@@ -78,6 +79,8 @@ class StateView:
         self.timeline = Timeline(self.tx)
         self.items = ItemRecords(self.tx)
         self.edges = MatchEdges(self.tx)
+        self.live = LiveVersions(self.tx)
+        self.departed = Departed(self.tx)
         self.item_keys = PostingIndex(
             self.tx, "itemkeys", cap, SUPER_ENTRY, _of(key_filter, "itemkeys")
         )

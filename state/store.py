@@ -39,6 +39,8 @@ Table = Literal[
     "itemkeys",  # item key -> posting list of item doc ids (item mode's candidates)
     "edges",  # doc id + doc id -> the score of their match (both ways round)
     "simhashes",  # SimHash table key -> posting list of doc ids (SimHash mode's candidates)
+    "live",  # url -> its version now, or its tombstone (versions = "latest")
+    "gone",  # departed doc id -> the copy standing for it (versions = "latest")
 ]
 TABLES: tuple[Table, ...] = get_args(Table)
 

@@ -109,7 +109,9 @@ def test_a_small_crawl_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFix
     summary = report["summary"]
     assert summary["live_urls"] == 297 == summary["fresh_documents"]
     assert report["fresh_run"]["records"] == 297 and summary["fresh_clusters"] > 0
-    assert isinstance(summary["clusters_equal_fresh"], bool)
-    # tombstones are dead letters until neardup takes deletions (issue 44)
-    assert sum(summary["dead_letters"].values()) <= 6
+    # the state follows the live web: the fresh run's clusters, the live urls, no tombstone
+    # refused
+    assert summary["clusters_equal_fresh"] and summary["documents_equal_live_urls"]
+    assert summary["dead_letters"] == {}
+    assert second["events"]["page_removed"] == 6
     assert summary["compacted_bytes_after_last_cycle"] > 0

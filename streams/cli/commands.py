@@ -41,13 +41,21 @@ class Command:
     exclusive: tuple[str, ...] = ()
 
 
-def _setting(name: str, metavar: str, help: str, convert: Callable[[str], object]) -> Option:
+def _setting(
+    name: str,
+    metavar: str,
+    help: str,
+    convert: Callable[[str], object] = str,
+    choices: tuple[str, ...] | None = None,
+) -> Option:
+    """A detection setting's option (``choices``: one of these words, as given)."""
     return Option(
         name,
         help,
         flags=("--" + name.replace("_", "-"),),
         convert=convert,
         env="NEARDUP_" + name.upper(),
+        choices=choices,
         metavar=metavar,
         shown=f"the stored value; {getattr(_SETTINGS, name)} for a new state",
         group=SETTINGS_GROUP,
@@ -61,15 +69,11 @@ SETTING_OPTIONS = (
     _setting("threshold", "T", "resemblance that joins clusters", to_float),
     _setting("sample_size", "S", "bottom-s sample per document", to_int),
     _setting("num_bins", "K", "min-hash bins that super-shingles are cut from", to_int),
-    Option(
+    _setting(
         "token_unit",
+        "word|character",
         "token unit: word (runs of letters/digits) or character",
-        flags=("--token-unit",),
-        env="NEARDUP_TOKEN_UNIT",
         choices=("word", "character"),
-        metavar="word|character",
-        shown=f"the stored value; {_SETTINGS.token_unit} for a new state",
-        group=SETTINGS_GROUP,
     ),
     _setting("short_limit", "N", "fewer shingles than this: a short document", to_int),
     _setting("posting_cap", "N", "documents per posting list before it is a stop key", to_int),
@@ -78,6 +82,13 @@ SETTING_OPTIONS = (
         "on|off",
         "cut loose clusters into communities (keeps every match as an edge)",
         to_on_off,
+    ),
+    _setting(
+        "versions",
+        "all|latest",
+        "all: every fetch of a url is a document (an archive); latest: a url's latest fetch "
+        'is what clusters hold, and {"url": U, "deleted": true} removes it',
+        choices=("all", "latest"),
     ),
     _setting(
         "containment_sample",

@@ -63,6 +63,7 @@ _SETTING_FIELDS = (
     "short_limit",
     "posting_cap",
     "split_clusters",
+    "versions",
     "containment_sample",
     "containment_cap",
     "containment_threshold",

@@ -8,7 +8,7 @@ others (``shard.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 
 import msgspec
@@ -71,13 +71,18 @@ def exact_twin(view: StateView, doc: PreparedDoc) -> Twin | None:
 
 
 def admit_batch(
-    view: StateView, docs: Sequence[PreparedDoc], keeps: Callable[[int], bool] | None = None
+    view: StateView,
+    docs: Sequence[PreparedDoc],
+    keeps: Callable[[int], bool] | None = None,
+    live: Callable[[StateView, Iterable[int]], dict[int, int]] | None = None,
 ) -> list[Verdict]:
     """Register the fingerprints of a batch's documents in order; each one's verdict.
 
     ``keeps``: which documents this state keeps (a detection shard's own; by default all):
     a document it does not keep is remembered in ``seen``, so that a later delivery of it
-    is a REPEAT here too."""
+    is a REPEAT here too. ``live``: where versions depart (``versions.standing``), the live
+    document standing for each registered one: a copy of a departed document is a copy of
+    its heir, and a fingerprint whose documents are all gone is registered again."""
     kept = [keeps is None or keeps(doc.doc_id) for doc in docs]
     view.documents.prefetch(doc.doc_id for doc, own in zip(docs, kept, strict=True) if own)
     if keeps is not None:
@@ -86,6 +91,8 @@ def admit_batch(
     fingerprints = view.fingerprints
     # every key of the batch read at once; registrations made below are seen by later ones
     known = fingerprints.lookup_many({key for doc_keys in keys for key, _ in doc_keys})
+    if live is not None:
+        known = _standing(view, known, live)
     verdicts: list[Verdict] = []
     admitted: set[int] = set()
     for doc, doc_keys, own in zip(docs, keys, kept, strict=True):
@@ -105,6 +112,22 @@ def admit_batch(
                 known[key] = (doc_id, owner)
         verdicts.append(Admission.NEW if twin is None else twin)
     return verdicts
+
+
+def _standing(
+    view: StateView,
+    known: dict[bytes, tuple[int, int] | None],
+    live: Callable[[StateView, Iterable[int]], dict[int, int]],
+) -> dict[bytes, tuple[int, int] | None]:
+    """The registrations with each departed document, and each departed sketch owner,
+    replaced by its heir (which holds the sketch now), or by none when removed."""
+    now = live(view, {doc_id for found in known.values() if found for doc_id in found})
+    return {
+        key: None
+        if found is None or not now[found[0]] or not now[found[1]]
+        else (now[found[0]], now[found[1]])
+        for key, found in known.items()
+    }
 
 
 def _first_known(

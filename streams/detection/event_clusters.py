@@ -2,8 +2,9 @@
 
 Every member of a cluster of two or more is named by some event: a ``duplicate`` names the
 joining document and its match, a ``cluster_merged`` the first documents of both clusters,
-a ``cluster_split`` (item mode) every member of each part, an ``item_removed`` the item
-that went (docs/events.md). Repeated events (same ``id``) change nothing.
+a ``cluster_split`` every member of each part, an ``item_removed`` or ``page_removed`` the
+item or page that went, a ``page_changed`` the cluster a url's new version is in
+(docs/events.md). Repeated events (same ``id``) change nothing.
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["ITEM_EVENTS", "clusters_from_events"]
+__all__ = ["ORDERED_EVENTS", "clusters_from_events"]
 
-#: the event types only item mode sends (its duplicates have method "item")
-ITEM_EVENTS = frozenset({"cluster_split", "item_updated", "item_removed"})
+#: the event types of clusters that also split and lose members: item mode's (whose
+#: duplicates have method "item"), and pages' where clusters are cut or pages leave; such
+#: events are sent in one order, and followed in it
+ORDERED_EVENTS = frozenset(
+    {"cluster_split", "item_updated", "item_removed", "page_changed", "page_removed"}
+)
 
 
 class _Joined:
@@ -71,8 +76,8 @@ class _Joined:
 
 
 class _Followed:
-    """Items: clusters also split and lose members, so each member's cluster as the events,
-    in their order, say (item mode sends every event to one partition: one order)."""
+    """Items, and pages whose clusters split or lose pages: each member's cluster as the
+    events, in their order, say (such events all go to one partition: one order)."""
 
     def __init__(self) -> None:
         self.cluster_of: dict[str, str] = {}
@@ -112,8 +117,10 @@ class _Followed:
             for part in event["parts"]:
                 for member in part["members"]:
                     self.put(member, str(part["cluster"]))
-        elif kind == "item_removed":
+        elif kind in ("item_removed", "page_removed"):
             self.drop(str(event["doc"]["url"]))
+        elif kind == "page_changed":  # the url's new version: alone, or where it joined
+            self.put(event["doc"], cluster)
 
     def clusters(self) -> list[dict[str, Any]]:
         return _listed(
@@ -148,8 +155,8 @@ def clusters_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, 
         if event.get("id") not in seen:
             seen.add(str(event.get("id")))
             unique.append(event)
-    items = any(e["type"] in ITEM_EVENTS or e.get("method") == "item" for e in unique)
-    follower: _Joined | _Followed = _Followed() if items else _Joined()
+    ordered = any(e["type"] in ORDERED_EVENTS or e.get("method") == "item" for e in unique)
+    follower: _Joined | _Followed = _Followed() if ordered else _Joined()
     for event in unique:
         follower.apply(event)
     return follower.clusters()

@@ -32,6 +32,8 @@ __all__ = [
     "ItemRemoved",
     "ItemUpdated",
     "Method",
+    "PageChanged",
+    "PageRemoved",
     "encode_event",
     "format_id",
     "numbered",
@@ -300,6 +302,56 @@ class ItemRemoved(msgspec.Struct, frozen=True, gc=False):
         )
 
 
+class PageChanged(msgspec.Struct, frozen=True, gc=False):
+    """A url was fetched again with other content (``versions = "latest"``): ``doc``, its
+    new version, replaced ``old``, which left ``old_cluster``; ``doc`` is in ``cluster``."""
+
+    old: DocRef
+    doc: DocRef
+    old_cluster: int
+    cluster: int
+
+    def to_json(self) -> dict[str, Any]:
+        return _with_content_id(
+            "page_changed",
+            {
+                "old": self.old.to_json(),
+                "doc": self.doc.to_json(),
+                "old_cluster": format_id(self.old_cluster),
+                "cluster": format_id(self.cluster),
+            },
+            -1,
+        )
+
+
+class PageRemoved(msgspec.Struct, frozen=True, gc=False):
+    """A deletion record removed a url's page from the state and from ``cluster``
+    (``versions = "latest"``); ``deleted_at``: the deletion's fetched_at, if it had one."""
+
+    doc: DocRef
+    cluster: int
+    deleted_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return _with_content_id(
+            "page_removed",
+            {
+                "doc": self.doc.to_json(),
+                "cluster": format_id(self.cluster),
+                "deleted_at": self.deleted_at or None,
+            },
+            -1,
+        )
+
+
 Event = (
-    Duplicate | ItemDuplicate | ClusterMerged | Contained | ClusterSplit | ItemUpdated | ItemRemoved
+    Duplicate
+    | ItemDuplicate
+    | ClusterMerged
+    | Contained
+    | ClusterSplit
+    | ItemUpdated
+    | ItemRemoved
+    | PageChanged
+    | PageRemoved
 )

@@ -31,7 +31,10 @@ class Regrouper:
 
     ``ref``: the document a split event names by its id. ``sources_of``: in item mode, an
     item's source where it lists each entity once, else none (``communities.cut_component``,
-    with ``every_source`` for ``link = "across"``)."""
+    with ``every_source`` for ``link = "across"``). ``cut``: cut loose components into
+    communities (item mode, ``Settings.split_clusters``); else a cluster is a whole
+    connected part (pages whose clusters only a departing version changes). ``keep_roots``:
+    a part holding a cluster's first document keeps its id (``Clusters.regroup``)."""
 
     def __init__(
         self,
@@ -41,6 +44,8 @@ class Regrouper:
         ref: Callable[[int], DocRef],
         sources_of: Callable[[int], set[str | None]] | None = None,
         every_source: bool = True,
+        cut: bool = True,
+        keep_roots: bool = False,
     ) -> None:
         self.view = view
         self.events = events
@@ -48,6 +53,8 @@ class Regrouper:
         self.ref = ref
         self.sources_of = sources_of
         self.every_source = every_source
+        self.cut = cut
+        self.keep_roots = keep_roots
 
     def regroup(
         self, touched: set[int], gone: int | None = None
@@ -73,12 +80,16 @@ class Regrouper:
         groups = [
             sorted(member for node in group for member in copies[node])
             for component in components(sorted(copies), graph)
-            for group in cut_component(
-                component,
-                graph,
-                lambda node: len(copies[node]),
-                sources_of if given is not None else None,
-                self.every_source,
+            for group in (
+                cut_component(
+                    component,
+                    graph,
+                    lambda node: len(copies[node]),
+                    sources_of if given is not None else None,
+                    self.every_source,
+                )
+                if self.cut
+                else [component]
             )
         ]
         if gone is not None:
@@ -88,7 +99,7 @@ class Regrouper:
         was = {frozenset(members): root for root, members in before.items()}
         kept = {was[key]: group for group in groups if (key := frozenset(group)) in was}
         changed = [group for group in groups if frozenset(group) not in was]
-        roots = clusters.regroup(set(before) - set(kept), changed, self.gauges)
+        roots = clusters.regroup(set(before) - set(kept), changed, self.gauges, self.keep_roots)
         after = dict(zip(roots, changed, strict=True))
         self._splits({r: m for r, m in before.items() if r not in kept}, after, gone)
         return {**kept, **after}, old_roots

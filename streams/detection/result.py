@@ -41,6 +41,13 @@ class BatchResult:
     splits: int = 0
     #: contained events (``Settings.containment_threshold``)
     contained: int = 0
+    #: urls whose latest version changed, and urls deleted (``Settings.versions``): the
+    #: departed versions leave the count of documents (live urls)
+    changed: int = 0
+    removed: int = 0
+    #: records that made no document: deletions, unchanged fetches, fetches older than
+    #: their url's version or the same content again, a version superseded in its batch
+    version_records: int = 0
     #: documents the indexes proposed past their filters, and the (document, candidate)
     #: pairs whose resemblance was estimated: the work a document costs
     candidates: int = 0
@@ -58,13 +65,15 @@ class BatchResult:
     def counter_increments(self) -> dict[str, int]:
         """What the batch adds to the state's stored counters (``neardup stats``)."""
         return {
-            "documents": self.documents,
+            "documents": self.documents - self.changed - self.removed,
             "repeats": self.repeats,
             "duplicates": self.duplicates,
             **{f"duplicates:{m}": n for m, n in self.duplicates_by_method.items()},
             "cluster_merges": self.merges,
             "cluster_splits": self.splits,
             "contained": self.contained,
+            "pages_changed": self.changed,
+            "pages_removed": self.removed,
             "candidates": self.candidates,
             "pairs_estimated": self.pairs_estimated,
         }

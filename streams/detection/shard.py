@@ -28,6 +28,7 @@ from .containment import ContainmentPair, meet_containment, post_containment, ve
 from .result import Stage
 from .simhash import simhash_candidates, verify_simhash
 from .verify import verify_all
+from .versions import standing, standing_candidates, standing_pairs
 
 __all__ = ["Ownership", "ShardFindings", "shard_stage"]
 
@@ -80,13 +81,18 @@ def shard_stage(
     shard keeps every document)."""
     started = time.perf_counter()
     keeps = None if ownership is None else ownership.keeps
-    verdicts = admit_batch(view, docs, keeps)
+    verdicts = admit_batch(
+        view, docs, keeps, live=standing if settings.versions == "latest" else None
+    )
     fresh = [doc for doc, verdict in zip(docs, verdicts, strict=True) if verdict is Admission.NEW]
     posting = None if keeps is None else [keeps(doc.doc_id) for doc in fresh]
     own = fresh if posting is None else [d for d, kept in zip(fresh, posting, strict=True) if kept]
     simhash = settings.sketch == "simhash"
     find = simhash_candidates if simhash else batch_candidates
     candidates = find(view, fresh, settings, posting)
+    latest = settings.versions == "latest"
+    if latest:  # a departed document's postings lead to its heir, or nowhere
+        candidates = standing_candidates(view, candidates)
     contained_met = None
     if settings.containment_sample:  # the index is kept whether or not events are asked for
         if settings.containment_threshold is not None:
@@ -104,6 +110,8 @@ def shard_stage(
         pairs, more = verify_containment(
             view, fresh, contained_met, settings, settings.containment_threshold, local
         )
+        if latest:
+            pairs = standing_pairs(view, pairs)
         contained = {doc.doc_id: tuple(p) for doc, p in zip(fresh, pairs, strict=True)}
         estimated += more
     checked = time.perf_counter()

@@ -3,12 +3,16 @@ stage, in one state view (``shard.py``, ``union.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from neardup.core import PreparedDoc, Settings
 from neardup.state import StateView
 
+from .events import ClusterSplit, DocRef
 from .result import BatchResult
 from .shard import shard_stage
-from .union import DocHead, union_stage
+from .union import DocHead, ref_of, union_stage
+from .versions import follow_versions
 
 __all__ = ["ingest_batch"]
 
@@ -21,7 +25,45 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     order, each document's candidates are the documents before it (in the batch or already
     stored) that it meets in the indexes and that pass their filters (``candidates.py``), and
     joins happen in order. Only the index reads and writes are grouped, which keeps Python
-    work per key to a minimum.
+    work per key to a minimum. Where only a url's latest version counts, the versions a
+    batch supersedes or deletes leave first (``versions.py``), then the rest is detected.
     """
-    findings = shard_stage(view, docs, settings)
-    return union_stage(view, [DocHead.of(doc) for doc in docs], [findings], keep_records=False)
+    if settings.versions == "all":
+        fetched = [doc for doc in docs if doc.page.status == "fetched"]
+        ignored = len(docs) - len(fetched)
+        if ignored:  # an archive keeps every fetch: nothing departs
+            view.counters.add("versions_ignored", ignored)
+        findings = shard_stage(view, fetched, settings)
+        result = union_stage(
+            view, [DocHead.of(doc) for doc in fetched], [findings], keep_records=False
+        )
+        return dataclasses.replace(result, version_records=ignored) if ignored else result
+    gauges: dict[str, int] = {}
+
+    def ref(doc_id: int) -> DocRef:
+        return ref_of(view, doc_id)
+
+    versioned = follow_versions(view, docs, settings, ref, gauges)
+    findings = shard_stage(view, versioned.docs, settings)
+    result = union_stage(
+        view, [DocHead.of(doc) for doc in versioned.docs], [findings], keep_records=False
+    )
+    counts = versioned.counts
+    view.counters.add_many(gauges)
+    view.counters.add_many(counts.counter_increments())
+    view.counters.add_many({"documents": -counts.changed - counts.removed})
+    view.counters.add_many(
+        {
+            "pages_changed": counts.changed,
+            "pages_removed": counts.removed,
+            "cluster_splits": sum(isinstance(e, ClusterSplit) for e in versioned.events),
+        }
+    )
+    return dataclasses.replace(
+        result,
+        events=(*versioned.events, *result.events, *versioned.changed_events(view, ref)),
+        changed=counts.changed,
+        removed=counts.removed,
+        version_records=len(docs) - len(versioned.docs),
+        splits=result.splits + sum(isinstance(e, ClusterSplit) for e in versioned.events),
+    )

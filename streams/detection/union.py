@@ -85,13 +85,14 @@ def union_stage(
     documents = view.documents
     # with split_clusters: the documents whose clusters took in a match, cut again at the end
     touched: set[int] | None = set() if view.settings.split_clusters else None
+    edges = view.settings.keeps_edges  # where pages leave, their matches tell what remains
     for head, verdict, matches, pairs in zip(heads, verdicts, near, contained, strict=True):
         if verdict is _NEW:
             if not matches and not pairs:
                 continue
             me = DocRef(head.doc_id, head.url, head.fetched_at)
             if matches:
-                _join(view, me, matches, "near", gauges, events, touched)
+                _join(view, me, matches, "near", gauges, events, touched, edges)
             if pairs:
                 events.extend(_contained(view, me, pairs, matches))
         elif isinstance(verdict, Twin):
@@ -100,7 +101,8 @@ def union_stage(
                     f"fingerprint table points at missing document {verdict.doc_id:016x}"
                 )
             me = DocRef(head.doc_id, head.url, head.fetched_at)
-            _join(view, me, [(verdict.doc_id, EXACT)], verdict.method, gauges, events, touched)
+            match = [(verdict.doc_id, EXACT)]
+            _join(view, me, match, verdict.method, gauges, events, touched, edges)
     if touched:
         Regrouper(view, events, gauges, lambda doc_id: ref_of(view, doc_id)).regroup(touched)
     kinds = Counter(map(type, events))  # in C: no Python call per event
@@ -206,16 +208,19 @@ def _join(
     gauges: dict[str, int],
     events: list[Event],
     touched: set[int] | None,
+    keep_edges: bool,
 ) -> None:
     """Union the new document with every match (doc id, estimate), found by ``method``; the
     oldest matched cluster keeps its id. Only the best match is named, so only its record is
     read. ``gauges``: where the cluster gauges' changes add up, for the batch to count once.
-    The events go to ``events``: the duplicate, then each merge. ``touched``: when clusters
-    are cut as well, the matches are kept as edges, and the document noted there."""
-    if touched is not None:
+    The events go to ``events``: the duplicate, then each merge. ``keep_edges``: the
+    matches are kept as edges; ``touched``: when clusters are cut as well, the document is
+    noted there."""
+    if keep_edges:
         for doc_id, found in matches:
             score = IDENTICAL if method != "near" else found.resemblance
             view.edges.add(me.doc_id, doc_id, score)
+    if touched is not None:
         touched.add(me.doc_id)
     if len(matches) == 1:
         best_id, estimate = matches[0]

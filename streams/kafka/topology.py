@@ -272,7 +272,8 @@ def build_app(
         by_offset = {event.message.offset: event.message for event in batch}
         for offset, error in staged.rejected:
             await reject(by_offset[offset], error)
-        one_order = config.schema is not None or detector.state.settings.split_clusters
+        # clusters that split or lose pages are followed in one order (docs/events.md)
+        one_order = config.schema is not None or detector.state.settings.keeps_edges
         for key, value in event_records(staged.result, one_order):
             await produce(config.events_topic, key, value, None)
         await app.producer.flush()  # events out before the state says "done"

@@ -15,6 +15,7 @@ from neardup.state.postings import INDEX_TABLES
 
 from ..detection import METHODS, Match, find_containing, find_similar, format_id
 from ..detection.items import ItemScoring, similar_items
+from ..detection.versions import VERSION_COUNTERS
 from .queries import query_preparer
 
 __all__ = [
@@ -82,6 +83,7 @@ def statistics(state: State, top: int = 10, flush: bool = True) -> dict[str, Any
         ],
         "disk_bytes": disk,
         "disk_bytes_per_document": round(disk / documents, 1) if documents and disk else None,
+        "versions": {name: counters.get(name) for name in VERSION_COUNTERS},
         "settings": state.settings.to_json(),
         "mode": "pages" if stored_schema(state.store) is None else "items",
     }

@@ -11,8 +11,18 @@ from ..detection import BatchResult
 __all__ = ["RunSummary"]
 
 #: the counts a run sums from its batches' results (BatchResult has each of them)
-_FROM_BATCHES = ("documents", "repeats", "duplicates", "merges", "candidates", "pairs_estimated")
-_JSON_NAMES = {"merges": "cluster_merges"}
+_FROM_BATCHES = (
+    "documents",
+    "repeats",
+    "duplicates",
+    "merges",
+    "candidates",
+    "pairs_estimated",
+    "changed",
+    "removed",
+    "version_records",
+)
+_JSON_NAMES = {"merges": "cluster_merges", "changed": "pages_changed", "removed": "pages_removed"}
 
 
 @dataclass(slots=True)
@@ -24,6 +34,9 @@ class RunSummary:
     merges: int = 0
     candidates: int = 0
     pairs_estimated: int = 0
+    changed: int = 0
+    removed: int = 0
+    version_records: int = 0
     dead_letters: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
     #: the signal that stopped the run before its input ended (``stopping.py``), if one did
@@ -31,7 +44,7 @@ class RunSummary:
 
     def add(self, result: BatchResult) -> None:
         """Count a detected batch (its records are its documents and repeats)."""
-        self.records += result.documents + result.repeats
+        self.records += result.documents + result.repeats + result.version_records
         for name in _FROM_BATCHES:
             setattr(self, name, getattr(self, name) + getattr(result, name))
 
@@ -57,6 +70,11 @@ class RunSummary:
             f"{self.candidates:,} candidates, {self.pairs_estimated:,} pairs estimated",
             f"{dead:,} dead letters" + (f" ({reasons})" if reasons else ""),
         ]
+        if self.changed or self.removed or self.version_records:
+            lines.append(
+                f"{self.changed:,} pages changed, {self.removed:,} removed, "
+                f"{self.version_records:,} records that changed no content"
+            )
         if self.stopped_by is not None:
             lines.append(f"stopped by {self.stopped_by}: the input read until then is stored")
         return "\n".join(lines)

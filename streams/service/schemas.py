@@ -260,8 +260,20 @@ class StopKeyCount(Struct):
     documents: Count
 
 
+class VersionCounts(Struct, kw_only=True):
+    """What re-fetches did (``versions = latest``; docs/versions.md)."""
+
+    pages_changed: Count
+    pages_removed: Count
+    fetched_unchanged: Count
+    stale_versions: Count
+    unknown_deletions: Count
+    #: deletion and unchanged records a state keeping every fetch (``all``) did not act on
+    versions_ignored: Count
+
+
 class Stats(Struct, kw_only=True):
-    documents: Count
+    documents: Annotated[Count, Meta(description="documents; with versions = latest, live urls")]
     repeats_ignored: Count
     duplicates: Count
     duplicates_by_method: dict[str, Count]
@@ -276,6 +288,7 @@ class Stats(Struct, kw_only=True):
     top_stop_keys: list[StopKeyCount]
     disk_bytes: Count
     disk_bytes_per_document: float | None
+    versions: VersionCounts
     settings: Annotated[str, Meta(description="the state's settings, as JSON")]
     mode: Mode
 

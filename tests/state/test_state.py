@@ -972,3 +972,19 @@ def test_a_follower_removes_the_directories_of_followers_that_died(
     assert not dead.exists()
     assert alive.exists() and older.exists()
     assert not own[0].exists()  # a follower closed removes its own
+
+
+def test_a_regrouped_cluster_keeps_the_root_it_holds_when_asked() -> None:
+    """Documents 1..4 with no fetched_at, joined 3-1, 3-2, 3-4 (root 1, the oldest): cut into
+    {2, 3} and {1, 4}. By age, {2, 3} is rooted at 2; ``keep_roots`` changes nothing there
+    (it holds no old root), and {1, 4} keeps 1 either way. Joined 2-1 under root 2 by hand,
+    a regroup of all four keeps 2 with ``keep_roots``, takes 1 without."""
+    with State.open(None) as state:
+        view = state.view()
+        merge_edges(view, 4, [(2, 0), (2, 1), (2, 3)])
+        root = view.clusters.find(1)
+        assert view.clusters.regroup([root], [[2, 3], [1, 4]], {}, keep_roots=True) == [2, 1]
+        view.clusters.merge(2, 1, {})
+        assert view.clusters.find(1) == 2
+        assert view.clusters.regroup([2], [[1, 2, 3, 4]], {}, keep_roots=True) == [2]
+        assert view.clusters.regroup([2], [[1, 2, 3, 4]], {}) == [1]

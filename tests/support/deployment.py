@@ -21,6 +21,7 @@ from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.running.lifetime import tied_command
 
 from tests.streams.service.conftest import call
+from tests.support.kafka_clients import close
 
 __all__ = [
     "PARTITIONS",
@@ -120,7 +121,7 @@ class Deployment:
                 producer.send(self.pages, key=key or None, value=line)
             producer.flush(timeout=30)
         finally:
-            producer.close()
+            close(producer)
 
     def read_now(self, topic: str) -> list[bytes]:
         """The values ``topic`` holds now: each partition read up to the high watermark its
@@ -151,7 +152,7 @@ class Deployment:
                     return values
             raise AssertionError(f"could not read {topic} to its end in {SETTLE_SECONDS} s")
         finally:
-            consumer.close()
+            close(consumer)
 
     def read(self, topic: str, idle_ms: int = 3000) -> list[dict[str, object]]:
         consumer = KafkaConsumer(
@@ -164,7 +165,7 @@ class Deployment:
         try:
             return [json.loads(message.value) for message in consumer]
         finally:
-            consumer.close()
+            close(consumer)
 
     def prepared(self, settings: Settings | None = None, now: bool = False) -> list[PreparedDoc]:
         """The documents of the prepared log so far, in its order: the order detection took
@@ -182,7 +183,7 @@ class Deployment:
         try:
             return [d for m in consumer for d in decode_batch(m.value, settings or Settings())]
         finally:
-            consumer.close()
+            close(consumer)
 
     def clusters(self, now: bool = False) -> set[frozenset[str]]:
         """The clusters the events tell (``now``: as ``read_now`` reads)."""

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from bench import tansu
+from tests.support.kafka_clients import close
 
 START_SECONDS = 20.0
 
@@ -60,7 +61,7 @@ def create_topic(broker: str, partitions: int = 1, prefix: str = "t") -> str:
     try:
         admin.create_topics([NewTopic(name, partitions, 1)])
     finally:
-        admin.close()
+        close(admin)
     return name
 
 

@@ -15,6 +15,7 @@ from neardup.streams.cli import main
 from neardup.streams.kafka import client as kafka_client
 
 from tests.helpers import SAMPLE
+from tests.support.kafka_clients import close
 
 pytestmark = pytest.mark.kafka
 
@@ -30,7 +31,7 @@ def _read_all(broker: str, topic: str) -> list[tuple[bytes | None, bytes]]:
         consumer.seek_to_beginning()
         return [(message.key, message.value) for message in consumer]
     finally:
-        consumer.close()
+        close(consumer)
 
 
 def _json_lines(text: str) -> list[dict[str, object]]:
@@ -103,7 +104,7 @@ def test_events_and_clusters_through_kafka_equal_the_embedded_run(
             )
         producer.flush(timeout=10)
     finally:
-        producer.close()
+        close(producer)
 
     assert main(["events", "--broker", broker, "--topic", topic, "--from-beginning",
                  "--idle-timeout", "1.5"]) == 0  # fmt: skip

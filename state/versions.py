@@ -1,0 +1,96 @@
+"""Where only a url's latest fetch counts (``Settings.versions = "latest"``): each url's
+version now, and the documents that left the clusters while their sketch still serves.
+
+``LiveVersions``: url -> the version the state holds (its fetched_at, document, content
+fingerprint, and the last time it was fetched unchanged), or the url's tombstone.
+``Departed``: a superseded or deleted document whose sketch its copies still share ->
+the copy that stands for it now (its heir); a departed document with no copies left is
+simply removed.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .codec import NO_TIME, decode_id, encode_id
+from .transaction import Transaction
+
+__all__ = ["Departed", "LiveVersion", "LiveVersions"]
+
+# fetched_at micros, doc id (0 for a tombstone), raw content fingerprint, last fetched micros
+_ENTRY = struct.Struct(">qQQq")
+
+
+@dataclass(frozen=True, slots=True)
+class LiveVersion:
+    """A url's version in the state. ``doc_id`` 0: the url is deleted (a tombstone, kept so
+    that an older fetch arriving later does not bring it back)."""
+
+    micros: int
+    doc_id: int
+    fingerprint: int
+    last_fetched: int
+
+    @property
+    def deleted(self) -> bool:
+        return self.doc_id == 0
+
+    @property
+    def timed(self) -> bool:
+        return self.micros != NO_TIME
+
+
+class LiveVersions:
+    """url -> ``LiveVersion``; a view's writes are seen by its later reads."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    def get_many(self, urls: Sequence[str]) -> list[LiveVersion | None]:
+        raws = self._tx.get_many("live", [url.encode("utf-8") for url in urls])
+        return [None if raw is None else LiveVersion(*_ENTRY.unpack(raw)) for raw in raws]
+
+    def put(self, url: str, version: LiveVersion) -> None:
+        self._tx.put(
+            "live",
+            url.encode("utf-8"),
+            _ENTRY.pack(version.micros, version.doc_id, version.fingerprint, version.last_fetched),
+        )
+
+
+class Departed:
+    """Departed documents whose sketch their copies share -> the copy standing for them."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    def heirs(self, doc_ids: Iterable[int]) -> dict[int, int]:
+        """The heir of each departed document among ``doc_ids`` (others are left out)."""
+        wanted = list(doc_ids)
+        raws = self._tx.get_many("gone", [encode_id(doc_id) for doc_id in wanted])
+        return {doc_id: decode_id(raw) for doc_id, raw in zip(wanted, raws, strict=True) if raw}
+
+    def live(self, doc_ids: Iterable[int]) -> dict[int, int]:
+        """Each departed document among ``doc_ids`` -> the live document standing for it
+        now (following heirs that departed in turn), or 0 when none does."""
+        found = self.heirs(doc_ids)
+        resolved: dict[int, int] = {}
+        for doc_id, heir in found.items():
+            seen = {doc_id}
+            while heir and (later := self.heirs([heir]).get(heir)) is not None:
+                if later in seen:  # never made, but a loop must not hang a batch
+                    heir = 0
+                    break
+                seen.add(heir)
+                heir = later
+            resolved[doc_id] = heir
+        return resolved
+
+    def mark(self, doc_id: int, heir: int) -> None:
+        self._tx.put("gone", encode_id(doc_id), encode_id(heir))
+
+    def unmark(self, doc_id: int) -> None:
+        """A document live again (an heir, or a version fetched again) leads to itself."""
+        self._tx.delete("gone", encode_id(doc_id))

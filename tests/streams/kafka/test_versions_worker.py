@@ -1,0 +1,71 @@
+"""``versions = latest`` on Kafka: one `neardup worker` fed two crawls keyed by url (changed
+pages, deletions, unchanged fetches, a stale fetch) sends events from which a consumer
+rebuilds a fresh run's clusters over the live urls; detection shards refuse the setting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from neardup.core import Page, Settings, SettingsError
+from neardup.state import State
+from neardup.streams import Detector
+from neardup.streams.detection.sharded import ShardedDetector
+
+from tests.helpers import at_second, family_pages, partition
+from tests.support.deployment import Deployment
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+LATEST = Settings(versions="latest")
+
+
+def _crawls() -> tuple[list[dict[str, object]], list[dict[str, object]], dict[str, str]]:
+    """Two crawls of 30 urls in six families, and each live url's content after both."""
+    pages = family_pages(21, families=6, size=5, words=120)
+    first = [{"url": p.url, "content": p.content, "fetched_at": at_second(1)} for p in pages]
+    live = {p.url: p.content for p in pages}
+    second: list[dict[str, object]] = []
+    for index, page in enumerate(pages):
+        if index % 5 == 0:  # takes another family's content: leaves its cluster, joins one
+            content = pages[(index + 7) % len(pages)].content
+            second.append({"url": page.url, "content": content, "fetched_at": at_second(2)})
+            live[page.url] = content
+        elif index % 5 == 1:
+            second.append({"url": page.url, "deleted": True, "fetched_at": at_second(2)})
+            del live[page.url]
+        elif index % 5 == 2:
+            second.append({"url": page.url, "unchanged": True, "fetched_at": at_second(2)})
+        elif index % 5 == 3:  # older than the version there: changes nothing
+            second.append({"url": page.url, "content": "stale", "fetched_at": at_second(0)})
+    return first, second, live
+
+
+def test_a_worker_follows_the_live_urls(broker: str, tmp_path: Path) -> None:
+    first, second, live = _crawls()
+    with State.open(None, LATEST) as state:
+        Detector(state).process([Page(url, content) for url, content in live.items()])
+        expected = partition(state)
+    assert len(expected) >= 4
+    run = Deployment(broker, tmp_path)
+    try:
+        run.start_worker("w0", "--versions", "latest")
+        run.publish([json.dumps(record).encode() for record in first])
+        run.wait_for_events()
+        run.publish([json.dumps(record).encode() for record in second])
+        assert run.wait_for(expected) == expected
+        kinds = {str(event["type"]) for event in run.read(run.events)}
+        assert {"page_changed", "page_removed", "cluster_split"} <= kinds
+        assert run.read(run.dead_letters) == []
+    finally:
+        run.stop()
+
+
+def test_detection_shards_refuse_latest_versions() -> None:
+    with (
+        State.open(None, LATEST) as shard,
+        State.open(None, LATEST) as union,
+        pytest.raises(SettingsError, match="shards"),
+    ):
+        ShardedDetector([shard], union)
