@@ -379,7 +379,7 @@ def compare_clusters(state: list[list[str]], fresh: list[list[str]]) -> dict[str
 
 
 def run_cycle(
-    crawl: Crawl, cycle: int, work: Path, state: Path, prepare: str, versions: str
+    crawl: Crawl, cycle: int, work: Path, state: Path, prepare: str, settings: list[str]
 ) -> dict[str, Any]:
     """Write cycle ``cycle``, run it through ``neardup run`` on ``state``; its table row."""
     path = work / f"cycle-{cycle}.jsonl"
@@ -389,8 +389,7 @@ def run_cycle(
     events, dead = work / f"events-{cycle}.jsonl", work / f"dead-letters-{cycle}.jsonl"
     seconds, rss = timed_child(
         _neardup("run", "--prepare", prepare, "--quiet", "--state", str(state),
-                 "--versions", versions, "--events", str(events), "--dead-letters", str(dead),
-                 str(path)),
+                 *settings, "--events", str(events), "--dead-letters", str(dead), str(path)),
         work / f"run-{cycle}.out", work / f"run-{cycle}.err",
     )  # fmt: skip
     row = {
@@ -410,13 +409,15 @@ def run_cycle(
     return row
 
 
-def fresh_run(crawl: Crawl, work: Path, prepare: str, versions: str) -> tuple[Path, dict[str, Any]]:
+def fresh_run(
+    crawl: Crawl, work: Path, prepare: str, settings: list[str]
+) -> tuple[Path, dict[str, Any]]:
     """A new state from each live URL's latest record; the state and the run's figures."""
     path, state = work / "latest.jsonl", work / "fresh-state"
     records = crawl.write_latest(path)
     seconds, rss = timed_child(
-        _neardup("run", "--prepare", prepare, "--quiet", "--state", str(state),
-                 "--versions", versions, str(path)),
+        _neardup("run", "--prepare", prepare, "--quiet", "--state", str(state), *settings,
+                 str(path)),
         work / "fresh.out", work / "fresh.err",
     )  # fmt: skip
     path.unlink()
@@ -480,6 +481,9 @@ def main(argv: list[str] | None = None) -> int:
         "--versions", default="latest", choices=("all", "latest"), help="the states' setting"
     )
     parser.add_argument(
+        "--keep-versions", type=int, help="departed versions kept a url (default: neardup's)"
+    )
+    parser.add_argument(
         "--work", type=Path, help="work in this directory (default: a temporary one)"
     )
     parser.add_argument("--out", type=Path, help="write the report as JSON here")
@@ -498,13 +502,16 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         crawl = Crawl(urls, args.seed, shape, args.corpus)
         try:
-            rows = [run_cycle(crawl, c, work, work / "state", args.prepare, args.versions)
+            settings = ["--versions", args.versions]
+            if args.keep_versions is not None:
+                settings += ["--keep-versions", str(args.keep_versions)]
+            rows = [run_cycle(crawl, c, work, work / "state", args.prepare, settings)
                     for c in range(1, cycles + 1)]  # fmt: skip
             for row in rows:
                 row["pages_per_second_over_first"] = round(
                     row["pages_per_second"] / rows[0]["pages_per_second"], 3
                 )
-            fresh, fresh_row = fresh_run(crawl, work, args.prepare, args.versions)
+            fresh, fresh_row = fresh_run(crawl, work, args.prepare, settings)
         finally:
             crawl.close()
         summary = summarize(rows, work / "state", fresh, len(crawl.live))
@@ -517,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         "shape": asdict(shape),
         "prepare": args.prepare,
         "versions": args.versions,
+        "keep_versions": args.keep_versions,
         "cycles": rows,
         "fresh_run": fresh_row,
         "summary": summary,

@@ -166,6 +166,10 @@ class Settings:
     #: an earlier one leaves them when a later one comes, and a deletion record removes the
     #: url (docs/versions.md). States made before this setting keep "all".
     versions: Versions = "all"
+    #: With ``versions = "latest"``: the sketches of this many departed versions of a url
+    #: are kept (not clustered, not indexed), for its history and lost and found; the
+    #: oldest go first. 0 keeps none.
+    keep_versions: int = 3
     _bands_rows: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -214,6 +218,11 @@ class Settings:
             self.versions in ("all", "latest"),
             f"versions={self.versions!r} is unknown: use 'all' (every fetch a document) or "
             "'latest' (a url's latest fetch counts)",
+        )
+        _require(
+            isinstance(self.keep_versions, int) and 0 <= self.keep_versions <= 64,
+            f"keep_versions={self.keep_versions!r} is out of range: use an integer from 0 (keep "
+            "no departed version) to 64",
         )
         _require(
             isinstance(self.split_clusters, bool),

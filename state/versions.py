@@ -3,15 +3,14 @@ version now, and the documents that left the clusters while their sketch still s
 
 ``LiveVersions``: url -> the version the state holds (its fetched_at, document, content
 fingerprint, and the last time it was fetched unchanged), or the url's tombstone.
-``Departed``: a superseded or deleted document whose sketch its copies still share ->
-the copy that stands for it now (its heir); a departed document with no copies left is
-simply removed.
+``Departed``: a superseded or deleted document -> the copy that stands for it now (its
+heir, whose sketch it shares), if any, and its closest match when it left.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .codec import NO_TIME, decode_id, encode_id
@@ -52,6 +51,11 @@ class LiveVersions:
         raws = self._tx.get_many("live", [url.encode("utf-8") for url in urls])
         return [None if raw is None else LiveVersion(*_ENTRY.unpack(raw)) for raw in raws]
 
+    def scan(self) -> Iterator[tuple[str, LiveVersion]]:
+        """Every url's version (committed state only), by url."""
+        for key, raw in self._tx.store.items("live"):
+            yield key.decode("utf-8"), LiveVersion(*_ENTRY.unpack(raw))
+
     def put(self, url: str, version: LiveVersion) -> None:
         self._tx.put(
             "live",
@@ -61,7 +65,9 @@ class LiveVersions:
 
 
 class Departed:
-    """Departed documents whose sketch their copies share -> the copy standing for them."""
+    """Departed documents -> the copy standing for them (0: none), and the closest match
+    they had (0: none): for the postings and fingerprints that still name them, and for
+    lost and found of a version whose sketch is kept (``Settings.keep_versions``)."""
 
     def __init__(self, tx: Transaction) -> None:
         self._tx = tx
@@ -70,7 +76,18 @@ class Departed:
         """The heir of each departed document among ``doc_ids`` (others are left out)."""
         wanted = list(doc_ids)
         raws = self._tx.get_many("gone", [encode_id(doc_id) for doc_id in wanted])
-        return {doc_id: decode_id(raw) for doc_id, raw in zip(wanted, raws, strict=True) if raw}
+        return {doc_id: decode_id(raw[:8]) for doc_id, raw in zip(wanted, raws, strict=True) if raw}
+
+    def ids(self) -> Iterator[int]:
+        """Every departed document (committed state only)."""
+        for key, _ in self._tx.store.items("gone"):
+            yield decode_id(key)
+
+    def left(self, doc_id: int) -> int | None:
+        """The closest match a departed document had when it left (0: none; its cluster is
+        where that match is now), or None if it did not depart."""
+        raw = self._tx.get("gone", encode_id(doc_id))
+        return None if raw is None else decode_id(raw[8:16])
 
     def live(self, doc_ids: Iterable[int]) -> dict[int, int]:
         """Each departed document among ``doc_ids`` -> the live document standing for it
@@ -88,8 +105,8 @@ class Departed:
             resolved[doc_id] = heir
         return resolved
 
-    def mark(self, doc_id: int, heir: int) -> None:
-        self._tx.put("gone", encode_id(doc_id), encode_id(heir))
+    def mark(self, doc_id: int, heir: int, left: int) -> None:
+        self._tx.put("gone", encode_id(doc_id), encode_id(heir) + encode_id(left))
 
     def unmark(self, doc_id: int) -> None:
         """A document live again (an heir, or a version fetched again) leads to itself."""

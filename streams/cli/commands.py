@@ -91,6 +91,12 @@ SETTING_OPTIONS = (
         choices=("all", "latest"),
     ),
     _setting(
+        "keep_versions",
+        "N",
+        "with versions latest: departed versions of a url kept for history and lost and found",
+        to_int,
+    ),
+    _setting(
         "containment_sample",
         "P",
         "shingles per document in the containment index (0: no index)",
@@ -417,6 +423,24 @@ COMMANDS = (
         "documents, clusters, largest clusters, stop keys, disk use",
         (_STATE,),
         handlers.stats,
+    ),
+    Command(
+        "expire",
+        "remove the urls last fetched before a date, as deletions (versions = latest)",
+        (
+            _STATE,
+            Option(
+                "before",
+                "urls whose last fetch is older than this ISO-8601 date are removed",
+                flags=("--before",),
+                metavar="DATE",
+                required=True,
+            ),
+            _output("events", "write the events (page_removed, cluster_split) here"),
+        ),
+        handlers.expire,
+        "Event time, not the clock: a replay expires the same urls. Urls fetched without a "
+        "fetched_at stay. Compacts the state afterwards and prints one JSON object.",
     ),
     Command(
         "merged",

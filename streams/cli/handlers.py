@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "clusters",
     "events",
+    "expire",
     "fold",
     "history",
     "merged",
@@ -64,6 +65,7 @@ _SETTING_FIELDS = (
     "posting_cap",
     "split_clusters",
     "versions",
+    "keep_versions",
     "containment_sample",
     "containment_cap",
     "containment_threshold",
@@ -101,16 +103,17 @@ def _print_json(value: Any, out: IO[str] | None = None) -> None:
     (out or sys.stdout).write(json.dumps(value, ensure_ascii=False) + "\n")
 
 
-def _existing_state(path: str) -> State:
+def _existing_state(path: str, write: bool = False) -> State:
     """The state in ``path`` (a run's directory, or a worker's: its ``detector/``), opened
     to read beside any writer: a follower, which creates and changes nothing there, so it
-    also reads a copy on read-only media."""
+    also reads a copy on read-only media. ``write``: opened as its writer (none other may
+    have it open), for a command that changes it."""
     directory = _state_dir(Path(path))
     if not (directory / "CURRENT").exists():
         raise NeardupError(
             f"there is no state in {path}: run `neardup run --state {path} INPUT` first"
         )
-    return State.follow(directory)
+    return State.open(directory) if write else State.follow(directory)
 
 
 def _state_dir(path: Path) -> Path:
@@ -282,7 +285,7 @@ def fit(args: argparse.Namespace) -> int:
     from ..detection.events import write_events
     from ..detection.item_fit import refit
 
-    with _existing_state(args.state) as state, ExitStack() as stack:
+    with _existing_state(args.state, write=True) as state, ExitStack() as stack:
         schema = stored_schema(state.store)
         if schema is None:
             raise NeardupError(
@@ -304,6 +307,15 @@ def fit(args: argparse.Namespace) -> int:
                 "seconds": round(sum(result.stage_seconds.values()), 3),
             }
         )
+    return 0
+
+
+def expire(args: argparse.Namespace) -> int:
+    """Urls last fetched before a date removed, the disk given back."""
+    from ..running.expire import expire as expire_before
+
+    with _existing_state(args.state, write=True) as state, ExitStack() as stack:
+        _print_json(expire_before(state, args.before, _open_output(stack, args.events)))
     return 0
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from neardup.core import Page, PreparedDoc, Settings
-from neardup.state import NO_TIME, LiveVersion, StateView, fetched_at_to_micros
+from neardup.state import NO_TIME, DocRecord, LiveVersion, StateView, fetched_at_to_micros
 
 from .events import DocRef, Event, PageChanged, PageRemoved
 from .regroup import IDENTICAL, Regrouper
@@ -39,6 +39,7 @@ __all__ = [
     "VERSION_COUNTERS",
     "VersionCounts",
     "Versioned",
+    "expire_urls",
     "follow_versions",
     "standing",
     "standing_candidates",
@@ -176,6 +177,37 @@ def follow_versions(
             view.live.put(url, version)
     result.docs = [doc for doc in chosen if doc is not None]
     _depart(view, settings, docs, leaving, result, gauges, ref)
+    _revive(view, [doc.doc_id for doc in result.docs])
+    return result
+
+
+def _revive(view: StateView, doc_ids: list[int]) -> None:
+    """Versions fetched again after they departed (in arrival order, without times) are
+    detected anew: their kept records go, and they lead to themselves again unless a copy
+    stands for them (then a copy of it they are)."""
+    departed = view.departed.heirs(doc_ids)
+    if not departed:
+        return
+    now = standing(view, departed)
+    for doc_id in departed:
+        view.documents.remove(doc_id)
+        if not now[doc_id]:
+            view.departed.unmark(doc_id)
+
+
+def expire_urls(
+    view: StateView,
+    settings: Settings,
+    expired: Sequence[tuple[str, LiveVersion]],
+    ref: Callable[[int], DocRef],
+    gauges: dict[str, int],
+) -> Versioned:
+    """Remove the urls' live versions given (fetched last before a retention bound), as
+    deletions made just after their last fetch: a later fetch brings a url back."""
+    result = Versioned([])
+    for url, version in expired:
+        view.live.put(url, LiveVersion(version.last_fetched, 0, 0, version.last_fetched))
+    _depart(view, settings, [], [(v.doc_id, url) for url, v in expired], result, gauges, ref)
     return result
 
 
@@ -194,7 +226,7 @@ def _depart(
     deleted_at = {doc.page.url: doc.page.fetched_at for doc in docs if doc.page.status == "deleted"}
     departing = _Departure(view, settings, result.events, gauges, ref)
     for doc_id, url in leaving:
-        old, cluster = departing.depart(doc_id)
+        old, cluster = departing.depart(doc_id, url)
         if url in new_of:
             result.changes.append((old, cluster, new_of[url]))
             result.counts.changed += 1
@@ -258,12 +290,15 @@ class _Departure:
     ) -> None:
         self.view = view
         self.ref = ref
+        self.keep = settings.keep_versions
         self.regrouper = Regrouper(
             view, events, gauges, ref, cut=settings.split_clusters, keep_roots=True
         )
 
-    def depart(self, doc_id: int) -> tuple[DocRef, int]:
-        """Remove one stored version; its reference and the cluster it was in."""
+    def depart(self, doc_id: int, url: str) -> tuple[DocRef, int]:
+        """Make one stored version of ``url`` leave; its reference and the cluster it was in.
+        Its record stays, with a sketch of its own, among the url's ``keep`` latest departed
+        versions (for history and lost and found), or goes."""
         view = self.view
         old = self.ref(doc_id)
         cluster = view.clusters.find(doc_id)
@@ -273,19 +308,47 @@ class _Departure:
             (other for other, score in scores.items() if score == IDENTICAL),
             key=lambda other: (view.documents.fetched_micros(other), other),
         )
+        kept = self._kept(doc_id) if self.keep else None
+        heir = 0
         if copies:  # the oldest copy stands in: the others' copy, and the matches' end
             heir = copies[0]
             for other, score in scores.items():
                 if other != heir:
                     view.edges.add(heir, other, max(score, view.edges.score(heir, other)))
             self._hand_down(doc_id, heir)
-            view.departed.mark(doc_id, heir)
             view.departed.unmark(heir)  # live: its own postings lead to it again
+        if heir or kept is not None:
+            # where it was: its copy, or its closest match (its cluster's root may be itself)
+            nearest = heir or max(scores, key=lambda other: (scores[other], -other), default=0)
+            view.departed.mark(doc_id, heir, nearest)
         else:
             view.departed.unmark(doc_id)
         self.regrouper.regroup({doc_id, *scores}, gone=doc_id)
-        view.documents.remove(doc_id)  # after the regroup, which reads members' fetch times
+        # after the regroup, which reads members' fetch times
+        if kept is None:
+            view.documents.remove(doc_id)
+        else:
+            view.documents.put(doc_id, kept)
+            self._evict(url)
         return old, cluster
+
+    def _kept(self, doc_id: int) -> DocRecord | None:
+        """A departing version's record as kept: with its sketch (a copy's is its
+        original's, which may go later)."""
+        documents = self.view.documents
+        mine, owner = documents.get(doc_id), documents.sketch_owner(doc_id)
+        if mine is None or owner is None:
+            return None
+        return replace(owner[1], url=mine.url, fetched_at=mine.fetched_at, duplicate_of=0)
+
+    def _evict(self, url: str) -> None:
+        """Only the url's ``keep`` latest departed versions keep their records."""
+        view = self.view
+        ids = [doc_id for _, doc_id in view.urls.versions(url)]  # oldest first
+        departed = view.departed.heirs(ids)
+        kept = [doc_id for doc_id in ids if doc_id in departed and view.documents.has(doc_id)]
+        for doc_id in kept[: max(0, len(kept) - self.keep)]:
+            view.documents.remove(doc_id)
 
     def _hand_down(self, doc_id: int, heir: int) -> None:
         """A departing document's sketch, if it keeps one, goes to its heir, and every copy

@@ -19,6 +19,7 @@ from neardup.state import State, StateView
 
 from ..detection import format_id
 from ..detection.verify import stored_sketch
+from ..detection.versions import standing
 
 __all__ = [
     "cluster_by_id",
@@ -153,7 +154,10 @@ def lost_and_found(state: State, url: str, limit: int) -> dict[str, Any]:
     if not versions:
         return {"url": url, "known": False, "versions": [], "found": []}
     doc_id = versions[-1][1]
-    root = view.clusters.find(doc_id)
+    # a version that departed: the cluster where its closest match is now
+    left = view.departed.left(doc_id)
+    near = standing(view, [left])[left] if left else 0
+    root = view.clusters.find(near or doc_id)
     return {
         "url": url,
         "known": True,

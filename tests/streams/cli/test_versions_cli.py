@@ -57,3 +57,36 @@ def test_a_second_crawl_leaves_the_live_urls_clusters(
     versions = stats["versions"]
     assert (versions["pages_changed"], versions["pages_removed"]) == (1, 1)
     assert (versions["fetched_unchanged"], versions["stale_versions"]) == (1, 1)
+    # lost and found: the deleted url's kept version is like the page left in its cluster
+    assert main(["query", "--state", state, urls[1]]) == 0
+    found = json.loads(capsys.readouterr().out)["found"]
+    assert [page["url"] for page in found] == [urls[2]] and found[0]["resemblance"] >= 0.5
+    assert main(["history", "--state", state, urls[0]]) == 0
+    changed = json.loads(capsys.readouterr().out)["versions"]
+    assert len(changed) == 2 and changed[1]["resemblance_to_previous"] < 0.2
+    assert main(["clusters", "--state", state, "--all"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(url for line in listed for url in line["members"]) == sorted(urls[0:1] + urls[2:])
+    # retention by event time: the urls last fetched before second 2 go, as deletions
+    events = tmp_path / "expired.jsonl"
+    expire = ["expire", "--state", state, "--before", at_second(2), "--events", str(events)]
+    assert main(expire) == 0
+    assert json.loads(capsys.readouterr().out)["expired"] == 1
+    removed = [json.loads(line) for line in events.read_text().splitlines()]
+    assert [e["doc"]["url"] for e in removed if e["type"] == "page_removed"] == [urls[3]]
+    assert main(["clusters", "--state", state]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["stats", "--state", state]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == 2
+    assert main(expire) == 0  # again: nothing left to expire
+    assert json.loads(capsys.readouterr().out)["expired"] == 0
+
+
+def test_expire_needs_a_state_that_keeps_the_latest_versions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pages = _write(tmp_path / "1.jsonl", [{"url": "https://a/", "content": "a b c d e f"}])
+    state = str(tmp_path / "state")
+    assert main(["run", "--state", state, "--quiet", pages]) == 0
+    assert main(["expire", "--state", state, "--before", "2026-01-01"]) != 0
+    assert "versions = latest" in capsys.readouterr().err

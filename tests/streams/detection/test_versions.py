@@ -115,16 +115,20 @@ def _fresh(live: dict[str, Record], mode: Settings) -> set[tuple[str, ...]]:
         return _clusters(state)
 
 
-#: the default mode, clusters cut as well, SimHash mode, containment events
+#: the default mode (3 departed versions kept), none kept, clusters cut as well, SimHash
+#: mode, containment events
 MODES = [
     LATEST,
+    Settings(versions="latest", keep_versions=0),
     Settings(versions="latest", split_clusters=True),
     Settings(versions="latest", sketch="simhash"),
     Settings(versions="latest", containment_threshold=0.5),
 ]
 
 
-@pytest.mark.parametrize("mode", MODES, ids=["minhash", "split", "simhash", "containment"])
+@pytest.mark.parametrize(
+    "mode", MODES, ids=["minhash", "keep-none", "split", "simhash", "containment"]
+)
 @settings(max_examples=200)
 @given(
     st.lists(st.one_of(records, records, records, untimed), max_size=24),

@@ -191,6 +191,9 @@ def test_the_command_line_runs_merges_and_queries_items(tmp_path: Path) -> None:
     assert clusters and all(isinstance(m, str) for c in clusters for m in c["members"])
     merged = [json.loads(line) for line in _neardup("merged", "--state", state).stdout.splitlines()]
     assert [m["members"] for m in merged] == [sorted(c["members"]) for c in clusters]
+    fitted = _neardup("fit", "--state", state)  # writes the state: opened as its writer
+    assert fitted.returncode == 0, fitted.stderr
+    assert json.loads(fitted.stdout)["items_fitted_on"] == 200
     assert all(m["urls"] and "name" in m["record"] for m in merged)
     probe = tmp_path / "item.json"
     probe.write_text(json.dumps({**records[0], "id": "probe"}))
