@@ -29,7 +29,7 @@ from .stop_keys import StopKey, top_stop_keys
 from .store import TABLES, Changes, Store, Table
 from .timeline import Sample, Timeline
 from .transaction import Transaction
-from .versions import Departed, LiveVersion, LiveVersions
+from .versions import Departed, KeptVersions, LiveVersion, LiveVersions
 
 __all__ = [
     "FORMAT_VERSION",
@@ -46,6 +46,7 @@ __all__ = [
     "Documents",
     "FingerprintKind",
     "FingerprintTable",
+    "KeptVersions",
     "LiveVersion",
     "LiveVersions",
     "LogOffsets",

@@ -53,6 +53,10 @@ class Documents:
         raw = self._tx.get("docs", encode_id(doc_id))
         return None if raw is None else DocRecord.decode(raw)
 
+    def raw(self, doc_id: int) -> bytes | None:
+        """A document's record as stored (``DocRecord.decode`` reads it)."""
+        return self._tx.get("docs", encode_id(doc_id))
+
     def sketch(self, doc_id: int) -> tuple[int, bytes | memoryview] | None:
         """(shingle count, sketch as stored: ``unpack_samples`` decodes it) of a document that
         keeps its own sketch, else None."""

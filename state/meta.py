@@ -27,8 +27,8 @@ _UPGRADES = {
     9: "format 10 adds the stopranks table, which ranks the stop keys of stopkeys",
     10: "format 11 adds the timeline, items, itemkeys, edges and simhashes tables, empty in "
     "a min-hash state of pages without history",
-    11: "format 12 adds the live and gone tables, used only where versions = 'latest' (a "
-    "setting older states do not have)",
+    11: "format 12 adds the live, gone and kept tables, used only where versions = 'latest' "
+    "(a setting older states do not have)",
 }
 #: the format from which the stopranks table is there to keep (no need to rank the stop keys)
 _RANKED = 10

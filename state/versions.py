@@ -3,8 +3,9 @@ version now, and the documents that left the clusters while their sketch still s
 
 ``LiveVersions``: url -> the version the state holds (its fetched_at, document, content
 fingerprint, and the last time it was fetched unchanged), or the url's tombstone.
-``Departed``: a superseded or deleted document -> the copy that stands for it now (its
-heir, whose sketch it shares), if any, and its closest match when it left.
+``Departed``: a superseded or deleted document whose copies stand for it -> the copy
+standing for it now (its heir, whose sketch it shares). ``KeptVersions``: the departed
+versions kept for history and lost and found.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .codec import NO_TIME, decode_id, encode_id
+from .codec import NO_TIME, DocRecord, decode_id, encode_id
 from .transaction import Transaction
 
-__all__ = ["Departed", "LiveVersion", "LiveVersions"]
+__all__ = ["Departed", "KeptVersions", "LiveVersion", "LiveVersions"]
 
 # fetched_at micros, doc id (0 for a tombstone), raw content fingerprint, last fetched micros
 _ENTRY = struct.Struct(">qQQq")
@@ -64,10 +65,38 @@ class LiveVersions:
         )
 
 
+class KeptVersions:
+    """Departed versions kept for history and lost and found (``Settings.keep_versions``):
+    doc id -> the closest match it had when it left (0: none) and its record, with a sketch
+    of its own. A table apart from the documents, which detection reads for every
+    candidate: kept versions cost it nothing."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    def put(self, doc_id: int, nearest: int, record: bytes) -> None:
+        """``record``: the stored record that holds its sketch (its own, or for a copy its
+        original's), as stored: kept without being decoded (only the sketch is read back)."""
+        self._tx.put("kept", encode_id(doc_id), encode_id(nearest) + record)
+
+    def get(self, doc_id: int) -> tuple[int, DocRecord] | None:
+        """(its closest match when it left, the record holding its sketch), or None if it is
+        not kept."""
+        raw = self._tx.get("kept", encode_id(doc_id))
+        return None if raw is None else (decode_id(raw[:8]), DocRecord.decode(raw[8:]))
+
+    def which(self, doc_ids: Sequence[int]) -> list[int]:
+        """Those of ``doc_ids`` that are kept, in their order."""
+        raws = self._tx.get_many("kept", [encode_id(doc_id) for doc_id in doc_ids])
+        return [doc_id for doc_id, raw in zip(doc_ids, raws, strict=True) if raw is not None]
+
+    def remove(self, doc_id: int) -> None:
+        self._tx.delete("kept", encode_id(doc_id))
+
+
 class Departed:
-    """Departed documents -> the copy standing for them (0: none), and the closest match
-    they had (0: none): for the postings and fingerprints that still name them, and for
-    lost and found of a version whose sketch is kept (``Settings.keep_versions``)."""
+    """Departed documents whose copies stand for them -> the copy (their heir): for the
+    postings and fingerprints that still name them."""
 
     def __init__(self, tx: Transaction) -> None:
         self._tx = tx
@@ -76,18 +105,7 @@ class Departed:
         """The heir of each departed document among ``doc_ids`` (others are left out)."""
         wanted = list(doc_ids)
         raws = self._tx.get_many("gone", [encode_id(doc_id) for doc_id in wanted])
-        return {doc_id: decode_id(raw[:8]) for doc_id, raw in zip(wanted, raws, strict=True) if raw}
-
-    def ids(self) -> Iterator[int]:
-        """Every departed document (committed state only)."""
-        for key, _ in self._tx.store.items("gone"):
-            yield decode_id(key)
-
-    def left(self, doc_id: int) -> int | None:
-        """The closest match a departed document had when it left (0: none; its cluster is
-        where that match is now), or None if it did not depart."""
-        raw = self._tx.get("gone", encode_id(doc_id))
-        return None if raw is None else decode_id(raw[8:16])
+        return {doc_id: decode_id(raw) for doc_id, raw in zip(wanted, raws, strict=True) if raw}
 
     def live(self, doc_ids: Iterable[int]) -> dict[int, int]:
         """Each departed document among ``doc_ids`` -> the live document standing for it
@@ -105,8 +123,8 @@ class Departed:
             resolved[doc_id] = heir
         return resolved
 
-    def mark(self, doc_id: int, heir: int, left: int) -> None:
-        self._tx.put("gone", encode_id(doc_id), encode_id(heir) + encode_id(left))
+    def mark(self, doc_id: int, heir: int) -> None:
+        self._tx.put("gone", encode_id(doc_id), encode_id(heir))
 
     def unmark(self, doc_id: int) -> None:
         """A document live again (an heir, or a version fetched again) leads to itself."""

@@ -8,7 +8,7 @@ import dataclasses
 from neardup.core import PreparedDoc, Settings
 from neardup.state import StateView
 
-from .events import ClusterSplit, DocRef
+from .events import DocRef
 from .result import BatchResult
 from .shard import shard_stage
 from .union import DocHead, ref_of, union_stage
@@ -48,22 +48,13 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     result = union_stage(
         view, [DocHead.of(doc) for doc in versioned.docs], [findings], keep_records=False
     )
-    counts = versioned.counts
     view.counters.add_many(gauges)
-    view.counters.add_many(counts.counter_increments())
-    view.counters.add_many({"documents": -counts.changed - counts.removed})
-    view.counters.add_many(
-        {
-            "pages_changed": counts.changed,
-            "pages_removed": counts.removed,
-            "cluster_splits": sum(isinstance(e, ClusterSplit) for e in versioned.events),
-        }
-    )
+    view.counters.add_many(versioned.counter_increments())
     return dataclasses.replace(
         result,
         events=(*versioned.events, *result.events, *versioned.changed_events(view, ref)),
-        changed=counts.changed,
-        removed=counts.removed,
+        changed=versioned.counts.changed,
+        removed=versioned.counts.removed,
         version_records=len(docs) - len(versioned.docs),
-        splits=result.splits + sum(isinstance(e, ClusterSplit) for e in versioned.events),
+        splits=result.splits + versioned.splits,
     )

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from neardup.core import Page, PreparedDoc, Settings
-from neardup.state import NO_TIME, DocRecord, LiveVersion, StateView, fetched_at_to_micros
+from neardup.state import NO_TIME, LiveVersion, StateView, fetched_at_to_micros
 
-from .events import DocRef, Event, PageChanged, PageRemoved
+from .events import ClusterSplit, DocRef, Event, PageChanged, PageRemoved
 from .regroup import IDENTICAL, Regrouper
 
 T = TypeVar("T")
@@ -62,9 +62,8 @@ VERSION_COUNTERS = (
 class VersionCounts:
     """What a batch's records did to the urls' versions (``neardup stats`` keys)."""
 
-    #: urls whose content changed, urls deleted (both counted by ``BatchResult``), fetches
-    #: that changed nothing (the same content, or a 304), records older than the url's
-    #: version, deletions of unknown urls
+    #: urls whose content changed, urls deleted, fetches that changed nothing (the same
+    #: content, or a 304), records older than the url's version, deletions of unknown urls
     changed: int = 0
     removed: int = 0
     unchanged: int = 0
@@ -89,6 +88,22 @@ class Versioned:
     events: list[Event] = field(default_factory=list)
     counts: VersionCounts = field(default_factory=VersionCounts)
     changes: list[tuple[DocRef, int, int]] = field(default_factory=list)
+
+    @property
+    def splits(self) -> int:
+        return sum(isinstance(event, ClusterSplit) for event in self.events)
+
+    def counter_increments(self) -> dict[str, int]:
+        """What the departures add to the state's counters (the new versions' documents
+        are counted as any new document's): live urls go down by those that left."""
+        counts = self.counts
+        return {
+            **counts.counter_increments(),
+            "pages_changed": counts.changed,
+            "pages_removed": counts.removed,
+            "documents": -counts.changed - counts.removed,
+            "cluster_splits": self.splits,
+        }
 
     def changed_events(self, view: StateView, ref: Callable[[int], DocRef]) -> list[Event]:
         """A ``PageChanged`` for each changed url, naming its new version's cluster."""
@@ -183,14 +198,15 @@ def follow_versions(
 
 def _revive(view: StateView, doc_ids: list[int]) -> None:
     """Versions fetched again after they departed (in arrival order, without times) are
-    detected anew: their kept records go, and they lead to themselves again unless a copy
-    stands for them (then a copy of it they are)."""
+    detected anew: they are kept no more, and lead to themselves again unless a copy stands
+    for them (then a copy of it they are)."""
+    for doc_id in view.kept.which(doc_ids):
+        view.kept.remove(doc_id)
     departed = view.departed.heirs(doc_ids)
     if not departed:
         return
     now = standing(view, departed)
     for doc_id in departed:
-        view.documents.remove(doc_id)
         if not now[doc_id]:
             view.departed.unmark(doc_id)
 
@@ -309,46 +325,36 @@ class _Departure:
             key=lambda other: (view.documents.fetched_micros(other), other),
         )
         kept = self._kept(doc_id) if self.keep else None
-        heir = 0
         if copies:  # the oldest copy stands in: the others' copy, and the matches' end
             heir = copies[0]
             for other, score in scores.items():
                 if other != heir:
                     view.edges.add(heir, other, max(score, view.edges.score(heir, other)))
             self._hand_down(doc_id, heir)
+            view.departed.mark(doc_id, heir)
             view.departed.unmark(heir)  # live: its own postings lead to it again
-        if heir or kept is not None:
-            # where it was: its copy, or its closest match (its cluster's root may be itself)
-            nearest = heir or max(scores, key=lambda other: (scores[other], -other), default=0)
-            view.departed.mark(doc_id, heir, nearest)
         else:
             view.departed.unmark(doc_id)
         self.regrouper.regroup({doc_id, *scores}, gone=doc_id)
-        # after the regroup, which reads members' fetch times
-        if kept is None:
-            view.documents.remove(doc_id)
-        else:
-            view.documents.put(doc_id, kept)
+        view.documents.remove(doc_id)  # after the regroup, which reads members' fetch times
+        if kept is not None:
+            # where it was: its copy, or its closest match (its cluster's root may be itself)
+            nearest = max(scores, key=lambda other: (scores[other], -other), default=0)
+            view.kept.put(doc_id, nearest, kept)
             self._evict(url)
         return old, cluster
 
-    def _kept(self, doc_id: int) -> DocRecord | None:
-        """A departing version's record as kept: with its sketch (a copy's is its
-        original's, which may go later)."""
-        documents = self.view.documents
-        mine, owner = documents.get(doc_id), documents.sketch_owner(doc_id)
-        if mine is None or owner is None:
-            return None
-        return replace(owner[1], url=mine.url, fetched_at=mine.fetched_at, duplicate_of=0)
+    def _kept(self, doc_id: int) -> bytes | None:
+        """The stored record holding a departing version's sketch (a copy's is its
+        original's, which may go later), as stored: copied, not decoded."""
+        owner = self.view.documents.owner_id(doc_id)
+        return None if owner is None else self.view.documents.raw(owner)
 
     def _evict(self, url: str) -> None:
-        """Only the url's ``keep`` latest departed versions keep their records."""
-        view = self.view
-        ids = [doc_id for _, doc_id in view.urls.versions(url)]  # oldest first
-        departed = view.departed.heirs(ids)
-        kept = [doc_id for doc_id in ids if doc_id in departed and view.documents.has(doc_id)]
-        for doc_id in kept[: max(0, len(kept) - self.keep)]:
-            view.documents.remove(doc_id)
+        """Only the url's ``keep`` latest departed versions are kept."""
+        kept = self.view.kept.which([doc_id for _, doc_id in self.view.urls.versions(url)])
+        for doc_id in kept[: max(0, len(kept) - self.keep)]:  # oldest first
+            self.view.kept.remove(doc_id)
 
     def _hand_down(self, doc_id: int, heir: int) -> None:
         """A departing document's sketch, if it keeps one, goes to its heir, and every copy

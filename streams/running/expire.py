@@ -15,7 +15,7 @@ from typing import IO, TypeVar
 from neardup.core import NeardupError, normalise_fetched_at
 from neardup.state import NO_TIME, State, fetched_at_to_micros
 
-from ..detection.events import ClusterSplit, write_events
+from ..detection.events import write_events
 from ..detection.union import ref_of
 from ..detection.versions import expire_urls
 
@@ -49,15 +49,8 @@ def expire(state: State, before: str, events: IO[str] | None = None) -> dict[str
         view, gauges = state.view(), dict[str, int]()
         result = expire_urls(view, state.settings, chunk, partial(ref_of, view), gauges)
         view.counters.add_many(gauges)
-        removed = result.counts.removed
-        view.counters.add_many(
-            {
-                "pages_removed": removed,
-                "pages_expired": removed,
-                "documents": -removed,
-                "cluster_splits": sum(isinstance(e, ClusterSplit) for e in result.events),
-            }
-        )
+        view.counters.add_many(result.counter_increments())
+        view.counters.add("pages_expired", result.counts.removed)
         view.commit()
         if events is not None:
             write_events(events, result.events)

@@ -61,8 +61,11 @@ def _sketch_and_simhash(
 ) -> tuple[Sketch, int | None] | None:
     """``_sketch``, with the SimHash that stands for the document in SimHash mode."""
     owner = view.documents.sketch_owner(doc_id)
-    if owner is None:
-        return None
+    if owner is None:  # a version kept after it departed (versions = latest), or none
+        kept = view.kept.get(doc_id)
+        if kept is None:
+            return None
+        owner = doc_id, kept[1]
     return stored_sketch(owner[1], state.settings), owner[1].simhash
 
 
@@ -154,9 +157,9 @@ def lost_and_found(state: State, url: str, limit: int) -> dict[str, Any]:
     if not versions:
         return {"url": url, "known": False, "versions": [], "found": []}
     doc_id = versions[-1][1]
-    # a version that departed: the cluster where its closest match is now
-    left = view.departed.left(doc_id)
-    near = standing(view, [left])[left] if left else 0
+    # a version kept after it departed: the cluster where its closest match is now
+    kept = view.kept.get(doc_id)
+    near = standing(view, [kept[0]])[kept[0]] if kept and kept[0] else 0
     root = view.clusters.find(near or doc_id)
     return {
         "url": url,

@@ -44,7 +44,6 @@ def cluster_lines(state: State, include_singletons: bool = False) -> Iterator[di
         }
     if include_singletons:
         clustered = {m for members in groups.values() for m in members}
-        clustered.update(view.departed.ids())  # versions kept after they departed
         for doc_id, ref in view.documents.scan_refs():
             if doc_id not in clustered:
                 yield {"cluster": format_id(doc_id), "size": 1, "members": [ref.url]}
