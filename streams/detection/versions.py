@@ -18,7 +18,9 @@ A departing document's exact copies (the edges of score ``IDENTICAL``) stand in 
 oldest becomes its heir, takes its other matches and is the copy the others hang from, and
 the index postings and fingerprints that name the departed document lead to the heir
 (``state.versions.Departed``), whose sketch it still shares. A departed document that no
-copy stands for is removed; its postings are left in the lists and lead nowhere.
+copy stands for is removed; its postings are left in the lists and lead nowhere. The
+sketches of a url's last ``Settings.keep_versions`` departed versions are kept apart
+(``state.versions.KeptVersions``), for history and lost and found.
 """
 
 from __future__ import annotations
@@ -313,8 +315,8 @@ class _Departure:
 
     def depart(self, doc_id: int, url: str) -> tuple[DocRef, int]:
         """Make one stored version of ``url`` leave; its reference and the cluster it was in.
-        Its record stays, with a sketch of its own, among the url's ``keep`` latest departed
-        versions (for history and lost and found), or goes."""
+        Its sketch is kept apart among the url's ``keep`` latest departed versions (for
+        history and lost and found), or goes with its record."""
         view = self.view
         old = self.ref(doc_id)
         cluster = view.clusters.find(doc_id)
