@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=50_000, help="documents per stretch")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, help="write the report as JSON here")
+    parser.add_argument(
+        "--versions", choices=("all", "latest"), help="the state's setting (default: neardup's)"
+    )
     args = parser.parse_args(argv)
     if args.every < 1 or args.docs < args.every:
         parser.error(f"--every {args.every}: use 1 to --docs ({args.docs}) documents")
@@ -122,10 +125,15 @@ def main(argv: list[str] | None = None) -> int:
         seconds, rss = _run(
             [sys.executable, "-m", "neardup.streams", "run", "--prepare", "thread",
              "--state", str(state), "--quiet", "--stats", str(stats),
-             "--stats-every", str(args.every), str(corpus)]
+             "--stats-every", str(args.every),
+             *(["--versions", args.versions] if args.versions else []), str(corpus)]
         )  # fmt: skip
         lines = [json.loads(line) for line in stats.read_text().splitlines()]
-        report = {"seed": args.seed, **growth_report(lines, seconds, rss, _disk_bytes(state))}
+        report = {
+            "seed": args.seed,
+            "versions": args.versions or "all",
+            **growth_report(lines, seconds, rss, _disk_bytes(state)),
+        }
     _print(report)
     emit(report, args.out, show=False)
     return 0
