@@ -81,16 +81,14 @@ def shard_stage(
     shard keeps every document)."""
     started = time.perf_counter()
     keeps = None if ownership is None else ownership.keeps
-    verdicts = admit_batch(
-        view, docs, keeps, live=standing if settings.versions == "latest" else None
-    )
+    latest = settings.versions == "latest"
+    verdicts = admit_batch(view, docs, keeps, live=standing if latest else None)
     fresh = [doc for doc, verdict in zip(docs, verdicts, strict=True) if verdict is Admission.NEW]
     posting = None if keeps is None else [keeps(doc.doc_id) for doc in fresh]
     own = fresh if posting is None else [d for d, kept in zip(fresh, posting, strict=True) if kept]
     simhash = settings.sketch == "simhash"
     find = simhash_candidates if simhash else batch_candidates
     candidates = find(view, fresh, settings, posting)
-    latest = settings.versions == "latest"
     if latest:  # a departed document's postings lead to its heir, or nowhere
         candidates = standing_candidates(view, candidates)
     contained_met = None

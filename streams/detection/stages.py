@@ -4,11 +4,11 @@ stage, in one state view (``shard.py``, ``union.py``)."""
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 from neardup.core import PreparedDoc, Settings
 from neardup.state import StateView
 
-from .events import DocRef
 from .result import BatchResult
 from .shard import shard_stage
 from .union import DocHead, ref_of, union_stage
@@ -39,10 +39,7 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
         )
         return dataclasses.replace(result, version_records=ignored) if ignored else result
     gauges: dict[str, int] = {}
-
-    def ref(doc_id: int) -> DocRef:
-        return ref_of(view, doc_id)
-
+    ref = partial(ref_of, view)
     versioned = follow_versions(view, docs, settings, ref, gauges)
     findings = shard_stage(view, versioned.docs, settings)
     result = union_stage(
