@@ -123,6 +123,16 @@ class Departed:
             resolved[doc_id] = heir
         return resolved
 
+    def any(self) -> bool:
+        """Whether some departed document may have an heir (a state where none ever had
+        one skips the lookups)."""
+        pending = self._tx.writes("gone")
+        if any(value is not None for value in pending.values()):
+            return True
+        deleted = len(pending)  # every pending write is a delete
+        stored = self._tx.store.scan("gone", limit=deleted + 1)
+        return any(key not in pending for key, _ in stored)
+
     def mark(self, doc_id: int, heir: int) -> None:
         self._tx.put("gone", encode_id(doc_id), encode_id(heir))
 

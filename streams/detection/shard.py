@@ -89,7 +89,9 @@ def shard_stage(
     simhash = settings.sketch == "simhash"
     find = simhash_candidates if simhash else batch_candidates
     candidates = find(view, fresh, settings, posting)
-    if latest:  # a departed document's postings lead to its heir, or nowhere
+    # a departed document's postings lead to its heir (where it has one), or nowhere
+    heirs = latest and view.departed.any()
+    if heirs:
         candidates = standing_candidates(view, candidates)
     contained_met = None
     if settings.containment_sample:  # the index is kept whether or not events are asked for
@@ -108,7 +110,7 @@ def shard_stage(
         pairs, more = verify_containment(
             view, fresh, contained_met, settings, settings.containment_threshold, local
         )
-        if latest:
+        if heirs:
             pairs = standing_pairs(view, pairs)
         contained = {doc.doc_id: tuple(p) for doc, p in zip(fresh, pairs, strict=True)}
         estimated += more

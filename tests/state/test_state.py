@@ -988,3 +988,21 @@ def test_a_regrouped_cluster_keeps_the_root_it_holds_when_asked() -> None:
         assert view.clusters.find(1) == 2
         assert view.clusters.regroup([2], [[1, 2, 3, 4]], {}, keep_roots=True) == [2]
         assert view.clusters.regroup([2], [[1, 2, 3, 4]], {}) == [1]
+
+
+@pytest.mark.parametrize("backend", ["memory", "rocksdb"])
+def test_departed_documents_say_whether_any_has_an_heir(backend: str, tmp_path: Path) -> None:
+    """``Departed.any`` (which spares a state that never lost a page its heir lookups) sees
+    pending and stored marks, and no longer sees one unmarked."""
+    with State.open(None if backend == "memory" else tmp_path / "state") as state:
+        view = state.view()
+        assert not view.departed.any()
+        view.departed.mark(7, 9)
+        assert view.departed.any()  # pending
+        view.commit()
+        view = state.view()
+        assert view.departed.any() and view.departed.live([7, 8]) == {7: 9}
+        view.departed.unmark(7)
+        assert not view.departed.any()  # pending delete of the only mark
+        view.commit()
+        assert not state.view().departed.any()
