@@ -209,9 +209,14 @@ def features_of(
 
 
 def _word_match(a: str, b: str) -> float:
-    if len(a) == 1 or len(b) == 1:
+    long_a, long_b = len(a), len(b)
+    if long_a == 1 or long_b == 1:
         return _INITIAL if a[0] == b[0] else 0.0
-    if min(len(a), len(b)) < 4:
+    if long_a < 4 or long_b < 4:
+        return 0.0
+    # Indel's similarity is at most 1 - |la - lb| / (la + lb): words of lengths that far
+    # apart are not close, and most pairs of a random pair's words are (no call at all)
+    if abs(long_a - long_b) > (long_a + long_b) * (1.0 - FUZZY) + 1e-9:
         return 0.0
     similarity = Indel.normalized_similarity(a, b)
     return similarity if similarity >= FUZZY else 0.0

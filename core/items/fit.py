@@ -38,6 +38,9 @@
 4. **Scales and prior odds** (``calibration.py``): how much each comparison counts among
    candidates, and the odds a pair needs, halfway (in log-odds) between a random pair's and
    the point where near misses part from matches.
+5. **Series** (``series.py``): fields whose shared values many distinct entities hold (a
+   venue, a category), and how much likelier they make the texts' partial agreements; a
+   text's evidence is discounted where a pair agrees on one.
 
 Pure: the caller chooses the sample (``streams/detection/item_fit.py``).
 """
@@ -72,6 +75,7 @@ from .model import Counts, ItemModel
 from .prepare import PreparedItem
 from .schema import ItemSchema
 from .scorer import ItemFeatures, Scorer
+from .series import series_discounts
 from .values import CategoryValue, IdentifierValue, TextValue
 
 __all__ = [
@@ -643,6 +647,10 @@ def fit(
         weights = scaled(evidence, fitted.scales)
         odds = prior_odds(weights, comparable)
         fitted = msgspec.structs.replace(fitted, prior=odds)
+    series = series_discounts(Scorer(schema, fitted), features, rng, stop.each)
+    fitted = msgspec.structs.replace(fitted, series=series)
+    if series and len(candidates):
+        evidence = Scorer(schema, fitted).evidence_rows(candidates, [features[a] for a, _ in pairs])
     return _keys_matches_share(schema, fitted, features, keyed, evidence, stop)
 
 

@@ -74,6 +74,9 @@ class ItemModel(msgspec.Struct, frozen=True):
     #: keys a candidate shares with an item, at least, to be verified (unless none shares
     #: as many): fewer miss about none of the matches (``fit.py``)
     least_shared: int = 1
+    #: (X, Y, bits): comparison Y's evidence for a match, less these bits where the pair
+    #: agrees on comparison X's value, a series' (``series.py``)
+    series: tuple[tuple[int, int, float], ...] = ()
     version: int = MODEL_VERSION
 
     @property

@@ -81,6 +81,7 @@ class Scorer:
             raise ValueError("the model was fitted for another schema's comparisons")
         self._log_m = [[math.log2(max(x, 1e-12)) for x in m] for m in model.m]
         self._log_u = [[math.log2(max(x, 1e-12)) for x in u] for u in model.u]
+        self._top = [len(m) - 1 for m in model.m]
         self.weights = [
             [math.log2(max(m, 1e-12) / max(u, 1e-12)) for m, u in zip(ms, us, strict=True)]
             for ms, us in zip(model.m, model.u, strict=True)
@@ -111,6 +112,10 @@ class Scorer:
             )
         ]
         self._least_weight = schema.least_weight
+        # Y -> [(X, bits)]: Y's evidence for a match counts less where X agrees on a series
+        self._series: dict[int, list[tuple[int, float]]] = {}
+        for x, y, bits in model.series:
+            self._series.setdefault(y, []).append((x, bits))
         # verify's order, the most telling first, each with the most the later ones can add
         most = [self._most_for(at) for at in range(len(self.comparisons))]
         order = sorted(range(len(most)), key=lambda at: (-most[at], at))
@@ -185,8 +190,14 @@ class Scorer:
 
     def evidence(self, levels: Sequence[int], a: ItemFeatures) -> list[float]:
         """Per comparison, log2(m / u) at the pair's level (0 where MISSING); an exact
-        agreement is weighed by its value's own frequency (``a``: either item)."""
+        agreement is weighed by its value's own frequency (``a``: either item); a text's
+        evidence for a match loses the series' discount where the pair agrees on one
+        (``series.py``)."""
         found = [self._evidence_at(at, level, a) for at, level in enumerate(levels)]
+        for y, series in self._series.items():
+            if found[y] > 0.0:
+                cut = max((b for x, b in series if levels[x] == self._top[x]), default=0.0)
+                found[y] = max(0.0, found[y] - cut)
         agreeing = [at for at in self._place if found[at] > 0.0]
         if len(agreeing) > 1:
             # an address and a location say where an item is, once: every business in a
@@ -212,6 +223,12 @@ class Scorer:
             if self._values[at]:
                 for row in np.flatnonzero(column == top).tolist():
                     found[row, at] = self._evidence_at(at, top, firsts[row])
+        for y, series in self._series.items():
+            cut = np.zeros(rows)
+            for x, bits in series:
+                cut = np.where(levels[:, x] == self._top[x], np.maximum(cut, bits), cut)
+            positive = found[:, y] > 0.0
+            found[positive, y] = np.maximum(0.0, found[positive, y] - cut[positive])
         if len(self._place) > 1:
             place = found[:, self._place]
             agreeing = place > 0.0
@@ -270,8 +287,8 @@ class Scorer:
         """``score``, for a pair that can reach the threshold; None as soon as the
         comparisons made, with the most the others could add, fall short of it. The
         comparisons go most telling first (a candidate that shares a postcode and no name
-        stops after the name), and the bound is exact (the place share only lowers
-        evidence), so the verdicts are ``score``'s."""
+        stops after the name), and the bound is exact (the place share and the series'
+        discount only lower evidence), so the verdicts are ``score``'s."""
         levels = [MISSING] * len(self.comparisons)
         scores: dict[str, float] = {}
         total = self.model.prior

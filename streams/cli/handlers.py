@@ -301,6 +301,11 @@ def fit(args: argparse.Namespace) -> int:
             {
                 "items_fitted_on": model.items,
                 "prior_odds_bits": round(model.prior, 3),
+                # what agreeing on a series' value (a venue, a category) takes off a text
+                "series": [
+                    {"shared": model.comparisons[x], "text": model.comparisons[y], "bits": bits}
+                    for x, y, bits in model.series
+                ],
                 "pairs_scored": result.pairs_estimated,
                 "merges": result.merges,
                 "splits": result.splits,

@@ -193,7 +193,9 @@ def test_the_command_line_runs_merges_and_queries_items(tmp_path: Path) -> None:
     assert [m["members"] for m in merged] == [sorted(c["members"]) for c in clusters]
     fitted = _neardup("fit", "--state", state)  # writes the state: opened as its writer
     assert fitted.returncode == 0, fitted.stderr
-    assert json.loads(fitted.stdout)["items_fitted_on"] == 200
+    summary = json.loads(fitted.stdout)
+    assert summary["items_fitted_on"] == 200
+    assert all(s["shared"] != s["text"] and s["bits"] > 0 for s in summary["series"])
     assert all(m["urls"] and "name" in m["record"] for m in merged)
     probe = tmp_path / "item.json"
     probe.write_text(json.dumps({**records[0], "id": "probe"}))
