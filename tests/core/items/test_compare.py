@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+from neardup.core.items.compare import FUZZY, _word_match
 from neardup.core.items.model import ItemModel
 from neardup.core.items.prepare import ItemPreparer
 from neardup.core.items.schema import ItemSchema
 from neardup.core.items.scorer import Scorer
+from rapidfuzz.distance import Indel
 
 PAPERS = """\
 id = "id"
@@ -41,3 +45,17 @@ def test_a_texts_numbers_are_compared_apart_from_its_words() -> None:
     assert found["venue#numbers"][0] == 3  # the same numbers in other words
     assert found["venue#numbers"][1] > 0.0
     assert found["title#numbers"][0] == 1  # some shared, each with one the other lacks
+
+
+@given(st.text("abcde", min_size=1, max_size=14), st.text("abcde", min_size=1, max_size=14))
+def test_close_words_are_indel_s_whatever_their_lengths(a: str, b: str) -> None:
+    """Words whose lengths alone keep them apart skip the spelling comparison: the verdict
+    is the full rule's (initials, short words, Indel similarity at FUZZY or more)."""
+    if len(a) == 1 or len(b) == 1:
+        expected = 0.5 if a[0] == b[0] else 0.0
+    elif min(len(a), len(b)) < 4:
+        expected = 0.0
+    else:
+        similarity = Indel.normalized_similarity(a, b)
+        expected = similarity if similarity >= FUZZY else 0.0
+    assert _word_match(a, b) == expected
