@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 
 from ..detection import METHODS, BatchResult
 from ..detection.result import Stage
+from ..detection.versions import VERSION_COUNTERS
 from .errors import UnavailableError
 from .sources import StateSource
 
@@ -167,6 +168,14 @@ def _totals(numbers: Mapping[str, int]) -> Iterator[Metric]:
         "Contained events: a new document held in an earlier one, or holding one",
         numbers.get("contained", 0),
     )
+    versions = CounterMetricFamily(
+        "neardup_versions",
+        "What re-fetches of known urls did (versions = latest; versions_ignored under all)",
+        labels=["what"],
+    )
+    for what in VERSION_COUNTERS:
+        versions.add_metric([what], numbers.get(what, 0))
+    yield versions
     yield _counter(
         "neardup_candidates",
         "Documents the indexes proposed past their filters",

@@ -55,6 +55,8 @@ def test_the_state_numbers_are_the_state(service: HttpServer, swept_state: State
     keys = sum(1 for _ in swept_state.store.keys("supershingles"))
     assert value("neardup_index_keys", index="supershingles") == keys
     assert value("neardup_state_bytes") > 0
+    for what in ("pages_changed", "pages_removed", "versions_ignored"):
+        assert value("neardup_versions_total", what=what) == view.counters.get(what)
 
 
 def test_every_metric_is_documented_with_its_type(service: HttpServer) -> None:
@@ -72,3 +74,14 @@ def test_every_metric_the_grafana_dashboard_queries_exists(service: HttpServer) 
         for name in re.findall(r"neardup_[a-z_]+", expr):
             base = re.sub(r"_(bucket|sum|count)$", "", name)
             assert name in exposed or base in histograms, f"{name} in {expr!r} is not exposed"
+
+
+def test_what_re_fetches_did_is_counted_by_what() -> None:
+    """``neardup_versions_total``: each of the state's version counters under its label
+    (the dashboard's changes and removals a minute are its rate)."""
+    from neardup.streams.service.metrics import _totals
+
+    families = {family.name: family for family in _totals({"pages_changed": 3, "pages_removed": 2})}
+    samples = {s.labels["what"]: s.value for s in families["neardup_versions"].samples}
+    assert samples["pages_changed"] == 3 and samples["pages_removed"] == 2
+    assert samples["stale_versions"] == 0 and len(samples) == 6
