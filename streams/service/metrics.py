@@ -139,9 +139,10 @@ def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
 
 
 def _totals(numbers: Mapping[str, int]) -> Iterator[Metric]:
-    yield _counter(
-        "neardup_documents", "Documents taken in (repeats excluded)", numbers.get("documents", 0)
-    )
+    # with versions = latest the stored count is of live urls (departed versions leave it);
+    # a counter must not go down: the versions that left are counted back in
+    taken = sum(numbers.get(name, 0) for name in ("documents", "pages_changed", "pages_removed"))
+    yield _counter("neardup_documents", "Documents taken in (repeats excluded)", taken)
     yield _counter(
         "neardup_repeats",
         "Deliveries of a document already known (same url and fetched_at), ignored",

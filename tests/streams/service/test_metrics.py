@@ -85,3 +85,5 @@ def test_what_re_fetches_did_is_counted_by_what() -> None:
     samples = {s.labels["what"]: s.value for s in families["neardup_versions"].samples}
     assert samples["pages_changed"] == 3 and samples["pages_removed"] == 2
     assert samples["stale_versions"] == 0 and len(samples) == 6
+    # the state counts live urls; the documents taken in never go down as versions depart
+    assert families["neardup_documents"].samples[0].value == 0 + 3 + 2
