@@ -7,7 +7,7 @@ reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .store import Store, Table
 
@@ -68,6 +68,10 @@ class Transaction:
         would cost more than the write (union-find): a key to a non-empty value, or None
         to delete it."""
         return self._pending.setdefault(table, {})
+
+    def pending(self, table: Table) -> Mapping[bytes, bytes | None]:
+        """The pending writes of ``table``, to read (None: a delete)."""
+        return self._pending.get(table, {})
 
     def delete(self, table: Table, key: bytes) -> None:
         self._pending.setdefault(table, {})[key] = None

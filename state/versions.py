@@ -126,7 +126,7 @@ class Departed:
     def any(self) -> bool:
         """Whether some departed document may have an heir (a state where none ever had
         one skips the lookups)."""
-        pending = self._tx.writes("gone")
+        pending = self._tx.pending("gone")
         if any(value is not None for value in pending.values()):
             return True
         deleted = len(pending)  # every pending write is a delete
