@@ -226,6 +226,16 @@ def shared_weight(a: TextFeatures, b: TextFeatures) -> tuple[float, float, float
     """The weight two texts share (equal words count whole, close ones by their closeness),
     and the weight each side sheds: a close pair counts at its lighter word's weight, since a
     misspelt common word is rare only because it is misspelt."""
+    if len(a.words) == 1 and len(b.words) == 1:
+        # a given name, a surname: the loops below, without their lists and sets
+        weight_a, weight_b = a.weights[0], b.weights[0]
+        if a.words[0] == b.words[0]:
+            return (weight_a + weight_b) * 0.5, 0.0, 0.0
+        close = _word_match(a.words[0], b.words[0])
+        if close <= 0.0:
+            return 0.0, 0.0, 0.0
+        lighter = min(weight_a, weight_b)
+        return close * lighter, weight_a - lighter, weight_b - lighter
     where = b.where
     shared = shed_a = shed_b = 0.0
     taken: set[int] = set()

@@ -71,6 +71,7 @@ from .compare import (
     term_hash,
     words_level,
 )
+from .comparing import Comparing, Elsewhere
 from .model import Counts, ItemModel
 from .prepare import PreparedItem
 from .schema import ItemSchema
@@ -321,17 +322,6 @@ def _groups(count: int, pairs: Sequence[tuple[int, int]], confident: Sequence[in
     return [root(at) for at in range(len(parent))]
 
 
-def _compared(
-    scorer: Scorer, features: Sequence[ItemFeatures], pairs: Iterable[tuple[int, int]]
-) -> tuple[I8, list[dict[str, float]]]:
-    """The pairs' levels (a row each) and their fields' similarities."""
-    found = [scorer.compare(features[a], features[b]) for a, b in pairs]
-    rows = np.full((len(found), len(scorer.comparisons)), MISSING, dtype=np.int8)
-    for row, (levels, _) in enumerate(found):
-        rows[row] = levels
-    return rows, [scores for _, scores in found]
-
-
 class _Stopper:
     """Asks ``should_stop`` every ``_STOP_EVERY`` steps of the loops it wraps."""
 
@@ -358,18 +348,6 @@ def _shares(levels: I8, weights: npt.NDArray[np.float64], size: int) -> npt.NDAr
     present = levels != MISSING
     counts = np.bincount(levels[present].astype(np.int64), weights=weights[present], minlength=size)
     return counts.astype(np.float64)
-
-
-def _similarity(schema: ItemSchema, scores: dict[str, float]) -> float:
-    """The schema-weighted mean of a pair's field similarities: what ranks an item's
-    candidates before anything is learned (a name shared by a chain's branches is not
-    enough)."""
-    total = weight = 0.0
-    for spec in schema.fields:
-        if spec.name in scores:
-            total += spec.weight * scores[spec.name]
-            weight += spec.weight
-    return total / weight if weight else 0.0
 
 
 def _mutual_best(pairs: Sequence[tuple[int, int]], weights: npt.NDArray[np.float64]) -> list[int]:
@@ -543,10 +521,13 @@ def fit(
     items: Sequence[PreparedItem],
     seed: int = 0,
     should_stop: Callable[[], bool] | None = None,
+    elsewhere: Elsewhere | None = None,
 ) -> ItemModel:
     """The model fitted to ``items`` (in a fixed order: the result depends on it only through
     the seeded sampling of pairs). ``should_stop`` is asked every few thousand pairs; when it
-    says so, ``AbandonedError`` is raised (a fit of 20,000 items takes tens of seconds)."""
+    says so, ``AbandonedError`` is raised (a fit of 20,000 items takes tens of seconds).
+    ``elsewhere``: where some pairs are compared meanwhile (``comparing.py``: the same
+    levels, on a second core)."""
     stop = _Stopper(should_stop)
     prior = ItemModel.prior_of(schema)
     words, values, codes = count_terms(schema, items)
@@ -556,11 +537,15 @@ def fit(
     )
     if len(items) < 2:
         return counted
-    scorer = Scorer(schema, counted)
-    features = [scorer.features(item.values) for item in stop.each(items)]
+    rng = random.Random(seed)
+    random_pairs = _random_pairs(schema, items, RANDOM_PAIRS, rng)
+    comparing = Comparing(schema, counted, items, stop.each, elsewhere)
+    randoms_later = comparing.later(random_pairs)
+    scorer, features = comparing.scorer, comparing.features
     keyed = keyed_pairs(schema, counted, items, seed, should_stop)
     pairs = keyed.pairs
-    candidates, similarities = _compared(scorer, features, stop.each(pairs))
+    candidates, ranking = comparing.now(pairs)
+    drawn_later = comparing.later(keyed.sampled)
     # an entity's records repeat its words: counted once an entity, the name of a company
     # on hundreds of records tells as much as a name on two (and its records then agree as
     # confidently as a small entity's); entities of even sizes keep the same shares, and
@@ -574,17 +559,17 @@ def fit(
         counted = ItemModel(
             prior.comparisons, prior.m, prior.u, prior.prior, len(items), words, values, codes
         )
-        scorer = Scorer(schema, counted)
-        features = [scorer.features(item.values) for item in stop.each(items)]
-        candidates, similarities = _compared(scorer, features, stop.each(pairs))
-    rng = random.Random(seed)
-    random_pairs = _random_pairs(schema, items, RANDOM_PAIRS, rng)
+        comparing.cancel()  # compared under the counts by item: again, under these
+        comparing = Comparing(schema, counted, items, stop.each, elsewhere)
+        scorer, features = comparing.scorer, comparing.features
+        candidates, ranking = comparing.now(pairs)
+        randoms_later = comparing.later(random_pairs)
+        drawn_later = comparing.later(keyed.sampled)
     sources = _never_compared(schema, items)
     comparable = comparable_pairs(range(len(items)), sources)
-    randoms, _ = _compared(scorer, features, stop.each(random_pairs))
+    randoms, _ = randoms_later()
     m0 = [np.asarray(row, dtype=float) for row in prior.m]
     if len(candidates):
-        ranking = np.array([_similarity(schema, scores) for scores in similarities])
         best = _not_copies(scorer.comparisons, candidates, _mutual_best(pairs, ranking))
         anchors = _anchors(scorer.comparisons, candidates, best)
         common = _common_agreements(scorer, features, pairs, candidates, by_item)
@@ -651,7 +636,8 @@ def fit(
     fitted = msgspec.structs.replace(fitted, series=series)
     if series and len(candidates):
         evidence = Scorer(schema, fitted).evidence_rows(candidates, [features[a] for a, _ in pairs])
-    return _keys_matches_share(schema, fitted, features, keyed, evidence, stop)
+    others, _ = drawn_later()
+    return _keys_matches_share(schema, fitted, features, keyed, evidence, others)
 
 
 def _keys_matches_share(
@@ -660,17 +646,20 @@ def _keys_matches_share(
     features: Sequence[ItemFeatures],
     keyed: KeyedPairs,
     evidence: npt.NDArray[np.float64],
-    stop: _Stopper,
+    drawn: I8,
 ) -> ItemModel:
     """``model`` with its ``least_shared``: the keys the sample's matches share, counted
-    over the candidates sharing most keys and a drawn sample of the others."""
+    over the candidates sharing most keys (their ``evidence``) and a drawn sample of the
+    others (their levels, ``drawn``)."""
     final = Scorer(schema, model)
     needed = final.needed
     top = model.prior + scaled(evidence, model.scales) if len(keyed.pairs) else np.zeros(0)
     matched = [1.0 if weight >= needed else 0.0 for weight in top.tolist()]
-    for (a, b), stands_for in stop.each(zip(keyed.sampled, keyed.stands_for, strict=True)):
-        levels, _ = final.compare(features[a], features[b])
-        matched.append(stands_for if final.weight(levels, features[a]) >= needed else 0.0)
+    if keyed.sampled:
+        firsts = [features[a] for a, _ in keyed.sampled]
+        weights = model.prior + scaled(final.evidence_rows(drawn, firsts), model.scales)
+        for weight, stands_for in zip(weights.tolist(), keyed.stands_for, strict=True):
+            matched.append(stands_for if weight >= needed else 0.0)
     shared = keyed.shared + keyed.sampled_shared
     return msgspec.structs.replace(model, least_shared=least_shared(shared, matched))
 

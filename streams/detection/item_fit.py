@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from types import MappingProxyType
 
 from neardup.core import AbandonedError
+from neardup.core.items.comparing import Elsewhere
 from neardup.core.items.fit import fit
 from neardup.core.items.model import ItemModel
 from neardup.core.items.prepare import PreparedItem
@@ -70,20 +71,26 @@ def fit_model(
     schema: ItemSchema,
     items: Sequence[PreparedItem],
     should_stop: Callable[[], bool] | None = None,
+    elsewhere: Callable[[Sequence[PreparedItem]], Elsewhere] | None = None,
 ) -> ItemModel:
-    """The model of a sample: the items with the smallest doc ids, in id order."""
+    """The model of a sample: the items with the smallest doc ids, in id order.
+    ``elsewhere``: given the sample, where some of its pairs are compared (``fit``)."""
     ordered = sorted(items, key=lambda item: item_doc_id(item.id))
-    return _fit(schema, _distinct(ordered[:FIT_SAMPLE]), should_stop)
+    sample = _distinct(ordered[:FIT_SAMPLE])
+    return _fit(schema, sample, should_stop, None if elsewhere is None else elsewhere(sample))
 
 
 def _fit(
-    schema: ItemSchema, sample: Sequence[PreparedItem], should_stop: Callable[[], bool] | None
+    schema: ItemSchema,
+    sample: Sequence[PreparedItem],
+    should_stop: Callable[[], bool] | None,
+    elsewhere: Elsewhere | None = None,
 ) -> ItemModel:
     # one BLAS thread: a run's other process (preparing the next items) holds the other
     # core, and a BLAS thread waiting for a busy core spins (the calibration's regression:
     # 5 s of febrl4's fit with two threads, 0.1 s with one)
     with threadpool_limits(limits=1, user_api="blas"):
-        return fit(schema, sample, should_stop=should_stop)
+        return fit(schema, sample, should_stop=should_stop, elsewhere=elsewhere)
 
 
 def _distinct(items: Sequence[PreparedItem]) -> list[PreparedItem]:

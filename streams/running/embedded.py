@@ -176,14 +176,20 @@ def run(
     def should_stop() -> bool:
         return signals is not None and signals.requested is not None
 
-    if items is not None:
-        with contextlib.suppress(AbandonedError):  # stopped: the loop below reads nothing
-            fit_ahead(state, items, inputs, max_record_bytes, should_stop)
-    stage = (
-        Detector(state).stage
-        if items is None
-        else ItemDetector(state, items, should_stop if stopping else None).stage
-    )
+    preparing = executor(prepare)
+    try:
+        if items is not None:
+            with contextlib.suppress(AbandonedError):  # stopped: the loop below reads nothing
+                child = preparing if prepare == "process" else None
+                fit_ahead(state, items, inputs, max_record_bytes, should_stop, child)
+        stage = (
+            Detector(state).stage
+            if items is None
+            else ItemDetector(state, items, should_stop if stopping else None).stage
+        )
+    except BaseException:
+        preparing.shutdown(cancel_futures=True)
+        raise
     history = HistoryRecorder(history_every)
     balance = _ParseBalance(items is None and prepare == "process")
     summary = RunSummary()
@@ -261,7 +267,7 @@ def run(
     if signals is not None:
         records = _until_stopped(records, signals)
     try:
-        with executor(prepare) as preparing:
+        with preparing:
             waiting: tuple[Future[Prepared] | None, list[Record], list[DeadLetter]] | None = None
             since = time.perf_counter()  # this process's work a batch: reading, parsing, detecting
             for lines, dead in _batches(records, batch_size, batch_bytes):
