@@ -77,12 +77,10 @@ def compared(
 
 def comparer_of(
     schema: ItemSchema, model: ItemModel, items: Sequence[PreparedItem]
-) -> Callable[[Iterable[tuple[int, int]]], Compared]:
+) -> Callable[[Sequence[tuple[int, int]]], Compared]:
     """``compared`` for pairs of ``items`` under ``model``'s counts: what ``Elsewhere``
     runs where it runs."""
-    scorer = Scorer(schema, model)
-    features = [scorer.features(item.values) for item in items]
-    return lambda pairs: compared(scorer, features, pairs)
+    return Comparing(schema, model, items, iter, None).now
 
 
 class Comparing:
@@ -98,7 +96,6 @@ class Comparing:
         elsewhere: Elsewhere | None,
     ) -> None:
         self.scorer = Scorer(schema, model)
-        self._model = model
         self._items = items
         self._each = each
         self._elsewhere = elsewhere
@@ -117,7 +114,7 @@ class Comparing:
         the result waits for them, and compares here what has not started there."""
         if self._elsewhere is None or len(pairs) < _WORTH_SENDING:
             return lambda: self._here(pairs)
-        sent = self._elsewhere(self._model, pairs)
+        sent = self._elsewhere(self.scorer.model, pairs)
         self._sent.append(sent)
         return lambda: sent(self._here)
 

@@ -14,7 +14,7 @@ honoured within a chunk's time.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -38,7 +38,7 @@ _CHUNK = 2048
 _POLL = 0.1
 
 Pairs = Sequence[tuple[int, int]]
-_loaded: tuple[bytes, Callable[[Iterable[tuple[int, int]]], Compared]] | None = None
+_loaded: tuple[bytes, Callable[[Pairs], Compared]] | None = None
 
 
 def load_here(token: bytes, schema_json: str, model: bytes, items: bytes) -> None:

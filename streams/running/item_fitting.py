@@ -57,13 +57,14 @@ def fit_ahead(
     latest: dict[str, PreparedItem] = {}
     lines = islice(_lines(inputs, max_bytes), FIT_SAMPLE)
     chunks: list[Future[Prepared] | Prepared] = []
+    schema_json = schema.to_json()
     while chunk := list[Page | bytes]([line.raw for line in islice(lines, _CHUNK)]):
         if should_stop is not None and should_stop():
             raise AbandonedError
         if child is not None and not any(isinstance(c, Future) and not c.done() for c in chunks):
-            chunks.append(child.submit(prepare_items_timed, chunk, schema.to_json(), max_bytes))
+            chunks.append(child.submit(prepare_items_timed, chunk, schema_json, max_bytes))
         else:
-            chunks.append(prepare_items_timed(chunk, schema.to_json(), max_bytes))
+            chunks.append(prepare_items_timed(chunk, schema_json, max_bytes))
     for done in chunks:
         prepared, _, _ = done.result() if isinstance(done, Future) else done
         assert isinstance(prepared, bytes)
