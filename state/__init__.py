@@ -29,7 +29,7 @@ from .stop_keys import StopKey, top_stop_keys
 from .store import TABLES, Changes, Store, Table
 from .timeline import Sample, Timeline
 from .transaction import Transaction
-from .versions import Departed, KeptVersions, LiveVersion, LiveVersions
+from .versions import CopyGroups, Departed, KeptVersions, LiveVersion, LiveVersions
 
 __all__ = [
     "FORMAT_VERSION",
@@ -40,6 +40,7 @@ __all__ = [
     "Checkpoints",
     "ClusterInfo",
     "Clusters",
+    "CopyGroups",
     "Counters",
     "Departed",
     "DocRecord",

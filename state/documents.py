@@ -25,8 +25,9 @@ __all__ = ["Documents", "FingerprintKind", "FingerprintTable", "Seen", "UrlHisto
 _VERSION_ENTRY = struct.Struct(">qQ")  # fetched_at micros, doc id
 
 
-#: a document's id, url, fetched_at and shingle count (the union stage's ``DocHead``)
-Head = tuple[int, str, str, int]
+#: a document's id, url, fetched_at and shingle count, then what else the union stage's
+#: ``DocHead`` carries
+Head = tuple[int, str, str, int, *tuple[object, ...]]
 
 
 class Documents:
@@ -97,7 +98,7 @@ class Documents:
         making the records."""
         if not heads:
             return
-        doc_ids, urls, fetched_ats, counts = zip(*heads, strict=True)  # columns, in C
+        doc_ids, urls, fetched_ats, counts, *_ = zip(*heads, strict=True)  # columns, in C
         self._urls.update(zip(doc_ids, urls, strict=True))
         self._fetched.update(zip(doc_ids, fetched_ats, strict=True))
         self._times.update(zip(doc_ids, micros, strict=True))
@@ -257,6 +258,10 @@ class Seen:
 
     def add(self, doc_id: int) -> None:
         self._tx.put("seen", encode_id(doc_id), b"\x01")
+
+    def remove(self, doc_id: int) -> None:
+        """A version that departed: a later delivery of it is new again."""
+        self._tx.delete("seen", encode_id(doc_id))
 
 
 class UrlHistory:

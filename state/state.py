@@ -25,7 +25,7 @@ from .rocksdb import FOLLOWER_OPTIONS, RocksDBOptions, RocksDBStore
 from .store import Store
 from .timeline import Timeline
 from .transaction import Transaction
-from .versions import Departed, KeptVersions, LiveVersions
+from .versions import CopyGroups, Departed, KeptVersions, LiveVersions
 
 __all__ = ["KEY_FILTER_BYTES", "State", "StateView"]
 
@@ -81,6 +81,7 @@ class StateView:
         self.edges = MatchEdges(self.tx)
         self.live = LiveVersions(self.tx)
         self.departed = Departed(self.tx)
+        self.copies = CopyGroups(self.tx)
         self.kept = KeptVersions(self.tx)
         self.item_keys = PostingIndex(
             self.tx, "itemkeys", cap, SUPER_ENTRY, _of(key_filter, "itemkeys")

@@ -41,6 +41,7 @@ Table = Literal[
     "simhashes",  # SimHash table key -> posting list of doc ids (SimHash mode's candidates)
     "live",  # url -> its version now, or its tombstone (versions = "latest")
     "gone",  # departed doc id -> the copy standing for it (versions = "latest")
+    "copies",  # live exact copies of each content, in order (versions = "latest")
     "kept",  # departed doc id -> its closest match and its record, sketch and all (history)
 ]
 TABLES: tuple[Table, ...] = get_args(Table)

@@ -5,7 +5,8 @@ version now, and the documents that left the clusters while their sketch still s
 fingerprint, and the last time it was fetched unchanged), or the url's tombstone.
 ``Departed``: a superseded or deleted document whose copies stand for it -> the copy
 standing for it now (its heir, whose sketch it shares). ``KeptVersions``: the departed
-versions kept for history and lost and found.
+versions kept for history and lost and found. ``CopyGroups``: the live exact copies of each
+content, in the order they came, which decide who stands for a copy that departs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from dataclasses import dataclass
 from .codec import NO_TIME, DocRecord, decode_id, encode_id
 from .transaction import Transaction
 
-__all__ = ["Departed", "KeptVersions", "LiveVersion", "LiveVersions"]
+__all__ = ["CopyGroups", "Departed", "KeptVersions", "LiveVersion", "LiveVersions"]
+
+_GROUP = struct.Struct(">QQ")  # group number, place in the group
+_NEXT = b"n"  # the next number given to a group or a place
+_MEMBER = b"m"  # + doc id -> its group and place
+_PLACE = b"g"  # + group + place -> doc id
 
 # fetched_at micros, doc id (0 for a tombstone), raw content fingerprint, last fetched micros
 _ENTRY = struct.Struct(">qQQq")
@@ -139,3 +145,88 @@ class Departed:
     def unmark(self, doc_id: int) -> None:
         """A document live again (an heir, or a version fetched again) leads to itself."""
         self._tx.delete("gone", encode_id(doc_id))
+
+
+class CopyGroups:
+    """The live documents of each group of exact copies (a document and its twins: same
+    bytes, tokens or shingle set), in the order they joined: where a copy departs, the first
+    one left stands for it (its heir). A group of one is no group: it is dropped.
+
+    Every stage of a sharded deployment keeps every group (as it keeps the whole fingerprint
+    table), built from the same verdicts in the same order, so all choose the same heir
+    without asking each other. Groups and places are numbered by one counter, never by a
+    document id (a version fetched again without a time comes back under its old id).
+    Written through this object only: the members it read are its view's."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+        self._groups: dict[int, dict[int, int]] = {}  # group -> {place: doc id}, in order
+
+    def _where(self, doc_id: int) -> tuple[int, int] | None:
+        raw = self._tx.get("copies", _MEMBER + encode_id(doc_id))
+        return None if raw is None else _GROUP.unpack(raw)
+
+    def _members(self, group: int) -> dict[int, int]:
+        members = self._groups.get(group)
+        if members is None:
+            start = _PLACE + encode_id(group)
+            members = {}
+            for key, raw in self._tx.store.scan("copies", start):
+                if not key.startswith(start):
+                    break
+                members[decode_id(key[len(start) :])] = decode_id(raw)
+            self._groups[group] = members
+        return members
+
+    def _number(self) -> int:
+        raw = self._tx.get("copies", _NEXT)
+        number = 1 if raw is None else decode_id(raw)
+        self._tx.put("copies", _NEXT, encode_id(number + 1))
+        return number
+
+    def _place(self, doc_id: int, group: int) -> None:
+        place = self._number()
+        self._members(group)[place] = doc_id
+        self._tx.put("copies", _MEMBER + encode_id(doc_id), _GROUP.pack(group, place))
+        self._tx.put("copies", _PLACE + _GROUP.pack(group, place), encode_id(doc_id))
+
+    def join(self, doc_id: int, copy: int) -> None:
+        """``copy`` (a new document) is a copy of the live document ``doc_id``."""
+        where = self._where(doc_id)
+        if where is None:
+            group = self._number()
+            self._members(group)  # a new group: nothing stored under its number
+            self._place(doc_id, group)
+        else:
+            group = where[0]
+        self._place(copy, group)
+
+    def others(self, doc_id: int) -> list[int]:
+        """The live copies of ``doc_id``, in the order they joined."""
+        where = self._where(doc_id)
+        if where is None:
+            return []
+        return [other for other in self._members(where[0]).values() if other != doc_id]
+
+    def heir(self, doc_id: int) -> int:
+        """The copy that will stand for ``doc_id`` when it departs: the first one left in
+        its group, or 0 when it has no live copy."""
+        return next(iter(self.others(doc_id)), 0)
+
+    def leave(self, doc_id: int) -> None:
+        """``doc_id`` departs: it leaves its group, and a group of one left is dropped."""
+        where = self._where(doc_id)
+        if where is None:
+            return
+        group, place = where
+        members = self._members(group)
+        members.pop(place, None)
+        self._forget(doc_id, group, place)
+        if len(members) == 1:
+            ((last_place, last),) = members.items()
+            members.clear()
+            self._forget(last, group, last_place)
+
+    def _forget(self, doc_id: int, group: int, place: int) -> None:
+        self._tx.delete("copies", _MEMBER + encode_id(doc_id))
+        self._tx.delete("copies", _PLACE + _GROUP.pack(group, place))

@@ -82,7 +82,8 @@ def admit_batch(
     a document it does not keep is remembered in ``seen``, so that a later delivery of it
     is a REPEAT here too. ``live``: where versions depart (``versions.standing``), the live
     document standing for each registered one: a copy of a departed document is a copy of
-    its heir, and a fingerprint whose documents are all gone is registered again."""
+    its heir, and a fingerprint whose documents are all gone is registered again; a copy
+    joins the group of copies of the document it copies (``state.CopyGroups``)."""
     kept = [keeps is None or keeps(doc.doc_id) for doc in docs]
     view.documents.prefetch(doc.doc_id for doc, own in zip(docs, kept, strict=True) if own)
     if keeps is not None:
@@ -110,6 +111,8 @@ def admit_batch(
             if known[key] is None:
                 fingerprints.register(key, doc_id, owner)
                 known[key] = (doc_id, owner)
+        if twin is not None and live is not None:  # a copy stands for it if it departs
+            view.copies.join(twin.doc_id, doc_id)
         verdicts.append(Admission.NEW if twin is None else twin)
     return verdicts
 

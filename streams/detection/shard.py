@@ -28,9 +28,9 @@ from .containment import ContainmentPair, meet_containment, post_containment, ve
 from .result import Stage
 from .simhash import simhash_candidates, verify_simhash
 from .verify import verify_all
-from .versions import standing, standing_candidates, standing_pairs
+from .versions import follow_versions_in_shard, standing, standing_candidates, standing_pairs
 
-__all__ = ["Ownership", "ShardFindings", "shard_stage"]
+__all__ = ["Ownership", "ShardFindings", "shard_records", "shard_stage"]
 
 #: per document of a batch: (earlier document, estimate) pairs
 Found = tuple[tuple[tuple[int, Estimate], ...], ...]
@@ -132,6 +132,20 @@ def shard_stage(
         pairs_estimated=estimated,
         stage_seconds=MappingProxyType({"candidates": found - started, "verify": checked - found}),
     )
+
+
+def shard_records(
+    view: StateView, docs: Sequence[PreparedDoc], settings: Settings, ownership: Ownership
+) -> ShardFindings:
+    """A batch of records (fetches, and deletions and unchanged fetches) in a shard of a
+    deployment: the versions they supersede depart first where only a url's latest version
+    counts (``versions.py``), the rest is detected (``shard_stage``). The union stage
+    (``union.union_records``) decides the same versions from the documents' heads."""
+    if settings.versions == "all":  # an archive: every fetch is a document, nothing departs
+        chosen = [doc for doc in docs if doc.page.status == "fetched"]
+    else:
+        chosen = follow_versions_in_shard(view, docs, settings, ownership.keeps)
+    return shard_stage(view, chosen, settings, ownership)
 
 
 def _keep(view: StateView, doc: PreparedDoc, verdict: Verdict, simhash: bool) -> None:

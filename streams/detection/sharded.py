@@ -11,24 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from neardup.core import IncompatibleStateError, PreparedDoc, Settings, SettingsError
+from neardup.core import IncompatibleStateError, PreparedDoc
 from neardup.state import State
 
 from .result import BatchResult
-from .shard import Ownership, shard_stage
-from .union import DocHead, union_stage
+from .shard import Ownership, shard_records
+from .union import DocHead, union_records
 
-__all__ = ["ShardedDetector", "refuse_latest_versions"]
-
-
-def refuse_latest_versions(settings: Settings) -> None:
-    """Detection shards do not follow versions yet (a departing page's copies and matches
-    live in other shards than its own): refused, not run wrong."""
-    if settings.versions == "latest":
-        raise SettingsError(
-            "versions = 'latest' is not followed by detection shards yet: run one detector "
-            "(no --shards), or make the state with --versions all"
-        )
+__all__ = ["ShardedDetector"]
 
 
 class ShardedDetector:
@@ -41,7 +31,6 @@ class ShardedDetector:
         self.shards = list(shards)
         self.union = union
         self.settings = union.settings
-        refuse_latest_versions(self.settings)
         for index, shard in enumerate(self.shards):
             differences = self.settings.incompatibilities(shard.settings)
             if differences:
@@ -58,13 +47,11 @@ class ShardedDetector:
         stage, which a log-driven deployment replays and this class does not."""
         views = [shard.view() for shard in self.shards]
         findings = [
-            shard_stage(view, docs, self.settings, ownership)
+            shard_records(view, docs, self.settings, ownership)
             for view, ownership in zip(views, self.ownerships, strict=True)
         ]
         union_view = self.union.view()
-        result = union_stage(
-            union_view, [DocHead.of(doc) for doc in docs], findings, keep_records=True
-        )
+        result = union_records(union_view, [DocHead.of(doc) for doc in docs], findings)
         for view in views:
             view.commit()
         union_view.commit()

@@ -12,7 +12,7 @@ from neardup.state import StateView
 from .result import BatchResult
 from .shard import shard_stage
 from .union import DocHead, ref_of, union_stage
-from .versions import follow_versions
+from .versions import follow_versions, with_versions
 
 __all__ = ["ingest_batch"]
 
@@ -38,20 +38,10 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
             view, [DocHead.of(doc) for doc in fetched], [findings], keep_records=False
         )
         return dataclasses.replace(result, version_records=ignored) if ignored else result
-    gauges: dict[str, int] = {}
     ref = partial(ref_of, view)
-    versioned = follow_versions(view, docs, settings, ref, gauges)
-    findings = shard_stage(view, versioned.docs, settings)
-    result = union_stage(
-        view, [DocHead.of(doc) for doc in versioned.docs], [findings], keep_records=False
-    )
-    view.counters.add_many(gauges)
-    view.counters.add_many(versioned.counter_increments())
-    return dataclasses.replace(
-        result,
-        events=(*versioned.events, *result.events, *versioned.changed_events(view, ref)),
-        changed=versioned.counts.changed,
-        removed=versioned.counts.removed,
-        version_records=len(docs) - len(versioned.docs),
-        splits=result.splits + versioned.splits,
-    )
+    versioned = follow_versions(view, docs, settings, ref)
+    chosen = [docs[index] for index in versioned.chosen]
+    findings = shard_stage(view, chosen, settings)
+    heads = [DocHead.of(doc) for doc in chosen]
+    result = union_stage(view, heads, [findings], keep_records=False)
+    return with_versions(view, result, versioned, len(docs), ref)

@@ -8,13 +8,14 @@ it is the end of the embedded detector (``stages.ingest_batch``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from types import MappingProxyType
-from typing import NamedTuple
 
-from neardup.core import Estimate, PreparedDoc, StateError
+from neardup.core import Estimate, StateError
 from neardup.state import StateView, fetched_at_to_micros
 
 from .admission import Admission, Twin, Verdict
@@ -29,28 +30,38 @@ from .events import (
     Event,
     Method,
 )
+from .heads import DocHead
 from .regroup import IDENTICAL, Regrouper
 from .result import BatchResult, Stage
 from .shard import ShardFindings
 from .verify import EXACT
+from .versions import follow_versions_in_union, with_versions
 
-__all__ = ["MAX_CONTAINED_EVENTS", "DocHead", "ref_of", "union_stage"]
+__all__ = ["MAX_CONTAINED_EVENTS", "DocHead", "ref_of", "union_records", "union_stage"]
 
 _NEW, _REPEAT = Admission.NEW, Admission.REPEAT  # looked up once, not per document
 
 
-class DocHead(NamedTuple):
-    """What the union stage knows of a document: no sketch, no keys. A named tuple, which
-    the findings decoder builds without running Python code for each document."""
-
-    doc_id: int
-    url: str
-    fetched_at: str
-    shingle_count: int
-
-    @classmethod
-    def of(cls, doc: PreparedDoc) -> DocHead:
-        return cls(doc.doc_id, doc.page.url, doc.page.fetched_at, doc.shingle_count)
+def union_records(
+    view: StateView, heads: Sequence[DocHead], findings: Sequence[ShardFindings]
+) -> BatchResult:
+    """The union stage of detection shards for a batch of records (``shard.shard_records``):
+    where only a url's latest version counts, it decides the records' versions as every
+    shard did, makes the departed versions leave the clusters, then joins what the shards
+    found for the records they detected."""
+    settings = view.settings
+    if settings.versions == "all":
+        fetched = [head for head in heads if head.status == "fetched"]
+        ignored = len(heads) - len(fetched)
+        if ignored:  # an archive keeps every fetch: nothing departs
+            view.counters.add("versions_ignored", ignored)
+        result = union_stage(view, fetched, findings, keep_records=True)
+        return dataclasses.replace(result, version_records=ignored) if ignored else result
+    ref = partial(ref_of, view)
+    versioned = follow_versions_in_union(view, heads, settings, ref)
+    chosen = [heads[index] for index in versioned.chosen]
+    result = union_stage(view, chosen, findings, keep_records=True)
+    return with_versions(view, result, versioned, len(heads), ref)
 
 
 def union_stage(
@@ -73,13 +84,17 @@ def union_stage(
     # generation, and full passes over a large process were a large share of the stage
     added = [head for head, verdict in zip(heads, verdicts, strict=True) if verdict is not _REPEAT]
     if added:
-        doc_ids, urls, fetched_ats, _ = zip(*added, strict=True)
+        doc_ids, urls, fetched_ats, *_ = zip(*added, strict=True)
         micros = list(map(fetched_at_to_micros, fetched_ats))
         view.urls.add_many(urls, micros, doc_ids)
         view.clusters.add_singles(doc_ids)
         if keep_records:
             twins = [v.owner if isinstance(v, Twin) else 0 for v in verdicts if v is not _REPEAT]
             view.documents.put_unsketched(added, micros, twins)
+            if view.settings.versions == "latest":  # as the shards' admission does
+                for head, verdict in zip(heads, verdicts, strict=True):
+                    if isinstance(verdict, Twin):
+                        view.copies.join(verdict.doc_id, head.doc_id)
     events: list[Event] = []
     gauges: dict[str, int] = {}
     documents = view.documents

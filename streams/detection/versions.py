@@ -25,15 +25,18 @@ sketches of a url's last ``Settings.keep_versions`` departed versions are kept a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
-from neardup.core import Page, PreparedDoc, Settings
+from neardup.core import PreparedDoc, Settings
 from neardup.state import NO_TIME, LiveVersion, StateView, fetched_at_to_micros
 
 from .events import ClusterSplit, DocRef, Event, PageChanged, PageRemoved
-from .regroup import IDENTICAL, Regrouper
+from .heads import DocHead
+from .regroup import Regrouper
+from .result import BatchResult
 
 T = TypeVar("T")
 
@@ -43,9 +46,12 @@ __all__ = [
     "Versioned",
     "expire_urls",
     "follow_versions",
+    "follow_versions_in_shard",
+    "follow_versions_in_union",
     "standing",
     "standing_candidates",
     "standing_pairs",
+    "with_versions",
 ]
 
 
@@ -82,11 +88,12 @@ class VersionCounts:
 
 @dataclass(slots=True)
 class Versioned:
-    """A batch after its versions were decided: the documents to detect, in order, and the
-    events and counts of the versions that departed (``changes``: (old version, its
-    cluster, new document id), for ``PageChanged`` once the new one is joined)."""
+    """A batch after its versions were decided: the records to detect (``chosen``: their
+    places in the batch, in order), and the events and counts of the versions that
+    departed (``changes``: (old version, its cluster, new document id), for
+    ``PageChanged`` once the new one is joined)."""
 
-    docs: list[PreparedDoc]
+    chosen: list[int]
     events: list[Event] = field(default_factory=list)
     counts: VersionCounts = field(default_factory=VersionCounts)
     changes: list[tuple[DocRef, int, int]] = field(default_factory=list)
@@ -115,6 +122,27 @@ class Versioned:
         ]
 
 
+def with_versions(
+    view: StateView,
+    result: BatchResult,
+    versioned: Versioned,
+    records: int,
+    ref: Callable[[int], DocRef],
+) -> BatchResult:
+    """A batch's result (of its ``records``) with what its versions did: the departures'
+    events first, then the detection's, then a ``PageChanged`` for each changed url; the
+    counts, also added to the state's counters."""
+    view.counters.add_many(versioned.counter_increments())
+    return dataclasses.replace(
+        result,
+        events=(*versioned.events, *result.events, *versioned.changed_events(view, ref)),
+        changed=versioned.counts.changed,
+        removed=versioned.counts.removed,
+        version_records=records - len(versioned.chosen),
+        splits=result.splits + versioned.splits,
+    )
+
+
 def _rank(micros: int, deleted: bool, fingerprint: int) -> tuple[int, int, int]:
     return micros, int(deleted), fingerprint
 
@@ -125,11 +153,12 @@ def _rank(micros: int, deleted: bool, fingerprint: int) -> tuple[int, int, int]:
 Decision = Literal["stale", "touch", "tombstone", "replace"]
 
 
-def _decided(page: Page, micros: int, fingerprint: int, now: LiveVersion | None) -> Decision:
+def _decided(head: DocHead, micros: int, now: LiveVersion | None) -> Decision:
     """What a record (``micros``: its fetched_at, untimed deletions placed already) does
     to the url's version ``now``."""
-    deleted = page.status == "deleted"
-    if page.status == "unchanged":
+    deleted = head.status == "deleted"
+    fingerprint = head.fingerprint
+    if head.status == "unchanged":
         live = now is not None and not now.deleted
         return "touch" if live and now is not None and micros > now.last_fetched else "stale"
     if now is not None:
@@ -153,57 +182,112 @@ def follow_versions(
     docs: Sequence[PreparedDoc],
     settings: Settings,
     ref: Callable[[int], DocRef],
-    gauges: dict[str, int],
 ) -> Versioned:
     """Decide a batch's records against the urls' versions, store the versions, and make
-    the superseded and deleted ones depart; the documents left to detect."""
-    urls = list(dict.fromkeys(doc.page.url for doc in docs))
+    the superseded and deleted ones depart: where one state keeps the whole detector (the
+    embedded one). ``Versioned.chosen``: the records left to detect."""
+    heads = [DocHead.of(doc) for doc in docs]
+    return _follow(view, heads, settings, ref, _Sides(shard=True, union=True))
+
+
+def follow_versions_in_shard(
+    view: StateView,
+    docs: Sequence[PreparedDoc],
+    settings: Settings,
+    keeps: Callable[[int], bool],
+) -> list[PreparedDoc]:
+    """``follow_versions`` in a detection shard: the same decisions (every shard keeps every
+    url's version), and what a departure changes in a shard (sketches, postings' heirs,
+    copies); the documents left to detect."""
+    heads = [DocHead.of(doc) for doc in docs]
+    sides = _Sides(shard=True, union=False, keeps=keeps)
+    versioned = _follow(view, heads, settings, lambda doc_id: DocRef(doc_id, "", ""), sides)
+    return [docs[index] for index in versioned.chosen]
+
+
+def follow_versions_in_union(
+    view: StateView,
+    heads: Sequence[DocHead],
+    settings: Settings,
+    ref: Callable[[int], DocRef],
+) -> Versioned:
+    """``follow_versions`` in the union stage of detection shards: the same decisions, and
+    what a departure changes there (matches, clusters, events, counts)."""
+    return _follow(view, heads, settings, ref, _Sides(shard=False, union=True))
+
+
+@dataclass(frozen=True, slots=True)
+class _Sides:
+    """What a state keeps of the detector: a shard's part (sketches, index postings,
+    copies; ``keeps``: the documents it owns, None for all), the union stage's (matches,
+    clusters, events), or both (one state, the embedded detector)."""
+
+    shard: bool
+    union: bool
+    keeps: Callable[[int], bool] | None = None
+
+
+def _follow(
+    view: StateView,
+    heads: Sequence[DocHead],
+    settings: Settings,
+    ref: Callable[[int], DocRef],
+    sides: _Sides,
+) -> Versioned:
+    urls = list(dict.fromkeys(head.url for head in heads))
     now: dict[str, LiveVersion | None] = dict(zip(urls, view.live.get_many(urls), strict=True))
-    chosen: list[PreparedDoc | None] = []
+    chosen: list[int | None] = []
     waiting: dict[str, int] = {}  # url -> its version among ``chosen``, not yet detected
     leaving: list[tuple[int, str]] = []  # stored versions that depart: (doc id, url)
     result = Versioned([])
     counts = result.counts
-    for doc in docs:
-        page, current = doc.page, now[doc.page.url]
-        micros = fetched_at_to_micros(page.fetched_at)
-        deleted = page.status == "deleted"
-        fingerprint = 0 if page.status != "fetched" else doc.fingerprints.raw
+    for index, head in enumerate(heads):
+        url, current = head.url, now[head.url]
+        micros = fetched_at_to_micros(head.fetched_at)
+        deleted = head.status == "deleted"
         if deleted and micros == NO_TIME and current is not None and not current.deleted:
             micros = current.last_fetched  # made just after the version it removes
-        decision = _decided(page, micros, fingerprint, current)
+        decision = _decided(head, micros, current)
         if decision == "stale":
             counts.stale += 1
         elif decision == "touch":
             assert current is not None
-            now[page.url] = replace(current, last_fetched=max(micros, current.last_fetched))
+            now[url] = replace(current, last_fetched=max(micros, current.last_fetched))
             counts.unchanged += 1
         else:
             if current is not None and not current.deleted:  # the version there departs
-                if page.url in waiting:
-                    chosen[waiting.pop(page.url)] = None  # of this batch: never detected
+                if url in waiting:
+                    chosen[waiting.pop(url)] = None  # of this batch: never detected
                 else:
-                    leaving.append((current.doc_id, page.url))
+                    leaving.append((current.doc_id, url))
             counts.unknown_deletions += current is None and deleted
-            now[page.url] = LiveVersion(micros, 0 if deleted else doc.doc_id, fingerprint, micros)
+            now[url] = LiveVersion(micros, 0 if deleted else head.doc_id, head.fingerprint, micros)
             if not deleted:
-                waiting[page.url] = len(chosen)
-                chosen.append(doc)
+                waiting[url] = len(chosen)
+                chosen.append(index)
     for url in urls:
         if (version := now[url]) is not None:
             view.live.put(url, version)
-    result.docs = [doc for doc in chosen if doc is not None]
-    _depart(view, settings, docs, leaving, result, gauges, ref)
-    _revive(view, [doc.doc_id for doc in result.docs])
+    result.chosen = [index for index in chosen if index is not None]
+    new_of = {heads[index].url: heads[index].doc_id for index in result.chosen}
+    deleted_at = {head.url: head.fetched_at for head in heads if head.status == "deleted"}
+    gauges: dict[str, int] = {}
+    _depart(view, settings, leaving, new_of, deleted_at, result, gauges, ref, sides)
+    _revive(view, [heads[index].doc_id for index in result.chosen], sides)
+    if sides.union:  # the cluster gauges now, before the batch's joins move them on
+        view.counters.add_many(gauges)
     return result
 
 
-def _revive(view: StateView, doc_ids: list[int]) -> None:
+def _revive(view: StateView, doc_ids: list[int], sides: _Sides) -> None:
     """Versions fetched again after they departed (in arrival order, without times) are
     detected anew: they are kept no more, and lead to themselves again unless a copy stands
     for them (then a copy of it they are)."""
-    for doc_id in view.kept.which(doc_ids):
-        view.kept.remove(doc_id)
+    if sides.union and sides.shard:  # where departed versions are kept
+        for doc_id in view.kept.which(doc_ids):
+            view.kept.remove(doc_id)
+    if not sides.shard:
+        return
     departed = view.departed.heirs(doc_ids)
     if not departed:
         return
@@ -225,24 +309,26 @@ def expire_urls(
     result = Versioned([])
     for url, version in expired:
         view.live.put(url, LiveVersion(version.last_fetched, 0, 0, version.last_fetched))
-    _depart(view, settings, [], [(v.doc_id, url) for url, v in expired], result, gauges, ref)
+    leaving = [(v.doc_id, url) for url, v in expired]
+    sides = _Sides(shard=True, union=True)
+    _depart(view, settings, leaving, {}, {}, result, gauges, ref, sides)
     return result
 
 
 def _depart(
     view: StateView,
     settings: Settings,
-    docs: Sequence[PreparedDoc],
     leaving: list[tuple[int, str]],
+    new_of: dict[str, int],
+    deleted_at: dict[str, str],
     result: Versioned,
     gauges: dict[str, int],
     ref: Callable[[int], DocRef],
+    sides: _Sides,
 ) -> None:
     """The stored versions ``leaving`` depart, each a change (its url has a version in the
-    batch's documents to detect) or a removal."""
-    new_of = {doc.page.url: doc.doc_id for doc in result.docs}
-    deleted_at = {doc.page.url: doc.page.fetched_at for doc in docs if doc.page.status == "deleted"}
-    departing = _Departure(view, settings, result.events, gauges, ref)
+    batch's documents to detect, ``new_of``) or a removal."""
+    departing = _Departure(view, settings, result.events, gauges, ref, sides)
     for doc_id, url in leaving:
         old, cluster = departing.depart(doc_id, url)
         if url in new_of:
@@ -267,8 +353,14 @@ def standing(view: StateView, doc_ids: Iterable[int], verified: bool = False) ->
             made[doc_id] = doc_id
         else:
             now = doc_id if now is None else now
-            made[doc_id] = now if now and view.documents.has(now) else 0
+            made[doc_id] = now if now and _present(view, now) else 0
     return made
+
+
+def _present(view: StateView, doc_id: int) -> bool:
+    """Whether a document is live: stored, or in a detection shard that does not keep it,
+    seen (a departure removes both, in every shard)."""
+    return view.documents.has(doc_id) or view.seen.has(doc_id)
 
 
 def standing_candidates(view: StateView, found: Sequence[set[int]]) -> list[set[int]]:
@@ -296,7 +388,8 @@ def standing_pairs(
 
 
 class _Departure:
-    """Makes stored versions leave the clusters, the edges and the documents."""
+    """Makes stored versions leave what a state keeps of them (``_Sides``): the clusters and
+    the matches, the copies, the sketches and the documents."""
 
     def __init__(
         self,
@@ -305,39 +398,46 @@ class _Departure:
         events: list[Event],
         gauges: dict[str, int],
         ref: Callable[[int], DocRef],
+        sides: _Sides,
     ) -> None:
         self.view = view
         self.ref = ref
-        self.keep = settings.keep_versions
+        self.sides = sides
+        # departed versions are kept where one state holds their sketches and matches
+        self.keep = settings.keep_versions if sides.shard and sides.union else 0
         self.regrouper = Regrouper(
             view, events, gauges, ref, cut=settings.split_clusters, keep_roots=True
         )
 
     def depart(self, doc_id: int, url: str) -> tuple[DocRef, int]:
-        """Make one stored version of ``url`` leave; its reference and the cluster it was in.
-        Its sketch is kept apart among the url's ``keep`` latest departed versions (for
-        history and lost and found), or goes with its record."""
-        view = self.view
-        old = self.ref(doc_id)
-        cluster = view.clusters.find(doc_id)
-        scores = view.edges.neighbours(doc_id)
-        view.edges.remove_all(doc_id)
-        copies = sorted(
-            (other for other, score in scores.items() if score == IDENTICAL),
-            key=lambda other: (view.documents.fetched_micros(other), other),
-        )
-        kept = self._kept(doc_id) if self.keep else None
-        if copies:  # the oldest copy stands in: the others' copy, and the matches' end
-            heir = copies[0]
-            for other, score in scores.items():
+        """Make one stored version of ``url`` leave; its reference and the cluster it was in
+        (in a shard, which keeps no clusters: an empty reference and 0). Its sketch is kept
+        apart among the url's ``keep`` latest departed versions (for history and lost and
+        found), or goes with its record."""
+        view, sides = self.view, self.sides
+        # the first of its copies left stands in: the others' copy, and the matches' end
+        heir = view.copies.heir(doc_id)
+        old, cluster, scores, kept = DocRef(doc_id, "", ""), 0, dict[int, float](), None
+        if sides.union:
+            old, cluster = self.ref(doc_id), view.clusters.find(doc_id)
+            scores = view.edges.neighbours(doc_id)
+            view.edges.remove_all(doc_id)
+            for other, score in scores.items() if heir else ():
                 if other != heir:
                     view.edges.add(heir, other, max(score, view.edges.score(heir, other)))
-            self._hand_down(doc_id, heir)
-            view.departed.mark(doc_id, heir)
-            view.departed.unmark(heir)  # live: its own postings lead to it again
-        else:
-            view.departed.unmark(doc_id)
-        self.regrouper.regroup({doc_id, *scores}, gone=doc_id)
+            kept = self._kept(doc_id) if self.keep else None
+        if sides.shard:
+            if heir:
+                self._hand_down(doc_id, heir)
+                view.departed.mark(doc_id, heir)
+                view.departed.unmark(heir)  # live: its own postings lead to it again
+            else:
+                view.departed.unmark(doc_id)
+            if sides.keeps is not None and not sides.keeps(doc_id):
+                view.seen.remove(doc_id)
+        view.copies.leave(doc_id)
+        if sides.union:
+            self.regrouper.regroup({doc_id, *scores, *([heir] if heir else [])}, gone=doc_id)
         view.documents.remove(doc_id)  # after the regroup, which reads members' fetch times
         if kept is not None:
             # where it was: its copy, or its closest match (its cluster's root may be itself)
@@ -359,21 +459,18 @@ class _Departure:
             self.view.kept.remove(doc_id)
 
     def _hand_down(self, doc_id: int, heir: int) -> None:
-        """A departing document's sketch, if it keeps one, goes to its heir, and every copy
-        that shared it (all in the heir's group of copies) shares the heir's."""
-        documents, edges = self.view.documents, self.view.edges
+        """A departing document's sketch, where this state keeps it, goes to its heir, and
+        every copy here that shared it shares the heir's. In a detection shard the heir may
+        be another shard's document: the sketch is kept here under its id all the same
+        (without its url), next to the postings that lead to it."""
+        documents = self.view.documents
         record = documents.get(doc_id)
         if record is None or record.duplicate_of:
             return  # a copy itself: its copies share its original's sketch, which stays
         mine = documents.get(heir)
-        assert mine is not None
-        documents.put(heir, replace(record, url=mine.url, fetched_at=mine.fetched_at))
-        seen, waiting = {heir}, [heir]
-        while waiting:
-            for other, score in edges.neighbours(waiting.pop()).items():
-                if score == IDENTICAL and other not in seen:
-                    seen.add(other)
-                    waiting.append(other)
-                    copy = documents.get(other)
-                    if copy is not None and copy.duplicate_of == doc_id:
-                        documents.put(other, replace(copy, duplicate_of=heir))
+        url, fetched_at = ("", "") if mine is None else (mine.url, mine.fetched_at)
+        documents.put(heir, replace(record, url=url, fetched_at=fetched_at))
+        for other in self.view.copies.others(doc_id):
+            copy = documents.get(other) if other != heir else None
+            if copy is not None and copy.duplicate_of == doc_id:
+                documents.put(other, replace(copy, duplicate_of=heir))

@@ -1,18 +1,20 @@
 """The messages of the findings topic: what one detection shard found for one prepared message.
 
 Each shard sends one message per prepared message (log offset), keyed by its shard index;
-shard 0 adds the documents' heads (id, url, fetched_at, shingle count), which the union stage
-keeps and names in events. MessagePack, whose floats are the IEEE doubles themselves: the
-union stage sees the very estimates the shard computed, so its events equal the embedded
-detector's to the last bit.
+shard 0 adds the records' heads (id, url, fetched_at, shingle count, status, raw content
+fingerprint), which the union stage decides versions from, keeps and names in events.
+MessagePack, whose floats are the IEEE doubles themselves: the union stage sees the very
+estimates the shard computed, so its events equal the embedded detector's to the last bit.
 
     message  = [VERSION, shard, offset, previous, heads | None, verdicts, near, contained,
                 candidates, pairs estimated]
+    head     = [doc id, url, fetched_at, shingle count, status, raw content fingerprint]
     verdict  = 0 (new) | 1 (repeat) | [twin id, method, owner]
     pair     = [doc id, resemblance, containment, reverse containment, exact,
                 SimHash distance | nil]
 
-Version 1 had no distance (SimHash mode's pairs carry it to the union stage's events).
+Version 1 had no distance (SimHash mode's pairs carry it to the union stage's events),
+version 2 no status and fingerprint in the heads (the union stage follows versions with them).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ..detection.union import DocHead
 
 __all__ = ["ShardMessage", "decode_findings", "encode_findings"]
 
-VERSION = 2
+VERSION = 3
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder()
 _Pair = tuple[int, float, float, float, bool, int | None]
@@ -68,11 +70,7 @@ class ShardMessage:
 
 def encode_findings(message: ShardMessage) -> bytes:
     found = message.findings
-    heads = (
-        None
-        if message.heads is None
-        else [[h.doc_id, h.url, h.fetched_at, h.shingle_count] for h in message.heads]
-    )
+    heads = None if message.heads is None else [list(head) for head in message.heads]
     return _encoder.encode(
         [
             VERSION,

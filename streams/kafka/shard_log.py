@@ -19,7 +19,7 @@ from neardup.core import BadRecordError, PreparedDoc
 from neardup.core.prepared_codec import decode_batch
 from neardup.state import State, StateView
 
-from ..detection.shard import Ownership, ShardFindings, shard_stage
+from ..detection.shard import Ownership, ShardFindings, shard_records
 from ..detection.union import DocHead
 from .findings_codec import ShardMessage
 from .log_detector import SettingsCheck, unapplied
@@ -49,6 +49,14 @@ class ShardLog:
         self._settings = SettingsCheck(state.settings)
 
     @property
+    def one_message_a_batch(self) -> bool:
+        """Where only a url's latest version counts, each message is a batch of its own:
+        the versions a batch supersedes depart before it is detected, so a message's
+        verdicts depend on the batch it is in, and a shard's runs of messages are its own
+        while the union stage decides a message at a time."""
+        return self.state.settings.versions == "latest"
+
+    @property
     def next_offset(self) -> int:
         return self.state.view().log_offsets.get(self.log)
 
@@ -71,13 +79,17 @@ class ShardLog:
                 rejected.append((offset, error))
                 docs = []
             applied.append((offset, docs))
+        if self.one_message_a_batch and len(applied) > 1:
+            raise ValueError("this shard applies one message at a time (versions = latest)")
         batch = [doc for _, docs in applied for doc in docs]
-        findings = shard_stage(view, batch, self.state.settings, self.ownership)
+        findings = shard_records(view, batch, self.state.settings, self.ownership)
         out: list[ShardMessage] = []
         at = 0
         for offset, docs in applied:
-            part = _part(findings, at, at + len(docs), first=not out)
-            at += len(docs)
+            # the documents detected: where versions depart, the one message's chosen ones
+            detected = len(findings.verdicts) if len(applied) == 1 else len(docs)
+            part = _part(findings, at, at + detected, first=not out)
+            at += detected
             heads = tuple(DocHead.of(doc) for doc in docs) if self.ownership.index == 0 else None
             previous = out[-1].offset if out else start - 1
             out.append(ShardMessage(self.ownership.index, offset, previous, part, heads))

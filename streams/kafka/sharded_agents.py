@@ -219,6 +219,10 @@ class ShardPool:
     async def _apply(
         self, fold: ShardLog, records: list[tuple[int, bytes]], run: Callable[..., Any]
     ) -> None:
+        if fold.one_message_a_batch and len(records) > 1:
+            for one in records:
+                await self._apply(fold, [one], run)
+            return
         config = self._config
         staged = await run(fold.stage, records)
         if fold.ownership.index == 0:  # every shard rejects the same messages: one reports
@@ -265,7 +269,7 @@ async def union_agent(
             if staged is None:
                 return
             if staged.next_offset > silent_below:  # else sent by whoever applied it first
-                for key, value in event_records(staged.result, state.settings.split_clusters):
+                for key, value in event_records(staged.result, state.settings.keeps_edges):
                     await produce(config.events_topic, key, value, None)
                 await flush()  # events out before the marker and the state say "done"
             await produce(config.findings_topic, MARKER_KEY, applied_marker(staged.next_offset), 0)

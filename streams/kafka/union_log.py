@@ -23,7 +23,7 @@ from neardup.core import BadRecordError, StateError
 from neardup.state import State, StateView
 
 from ..detection.result import BatchResult
-from ..detection.union import union_stage
+from ..detection.union import union_records
 from .findings_codec import ShardMessage, decode_findings
 
 __all__ = ["MARKER_KEY", "UnionLog", "UnionStaged", "applied_marker", "read_marker"]
@@ -119,7 +119,7 @@ class UnionLog:
                 raise StateError(f"shard 0 sent no documents with its findings of offset {offset}")
             view = view or self.state.view()
             findings = [group[shard][1].findings for shard in range(self.shards)]
-            results.append(union_stage(view, heads, findings, keep_records=True))
+            results.append(union_records(view, heads, findings))
             self._next = offset + 1
         if view is None:
             return None

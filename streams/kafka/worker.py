@@ -13,7 +13,6 @@ from neardup.core import NeardupError
 from neardup.state import State
 from neardup.state.items import check_or_store_schema
 
-from ..detection.sharded import refuse_latest_versions
 from ..service import HttpServer, LiveState, Metrics, writer_app
 from .config import WorkerConfig
 from .topology import build_app, internal_topics
@@ -34,8 +33,6 @@ def check_settings(config: WorkerConfig) -> None:
         config.detector_dir if config.shards is None else config.union_dir, config.settings
     ) as state:
         check_or_store_schema(state.store, config.schema)
-        if config.shards is not None:
-            refuse_latest_versions(state.settings)
 
 
 def ensure_topics(config: WorkerConfig, timeout: float = 30.0) -> None:

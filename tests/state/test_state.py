@@ -1006,3 +1006,31 @@ def test_departed_documents_say_whether_any_has_an_heir(backend: str, tmp_path: 
         assert not view.departed.any()  # pending delete of the only mark
         view.commit()
         assert not state.view().departed.any()
+
+
+@pytest.mark.parametrize("backend", ["memory", "rocksdb"])
+def test_copy_groups_keep_their_live_copies_in_order(backend: str, tmp_path: Path) -> None:
+    """A copy joins the group of the document it copies; the first copy left stands for one
+    that departs; a group of one is dropped; a departed id that comes back is a document of
+    its own again, whatever group it left. Read back across commits."""
+    with State.open(None if backend == "memory" else tmp_path / "state") as state:
+        view = state.view()
+        view.copies.join(5, 9)
+        view.copies.join(9, 3)  # a copy of a copy: the same group
+        view.copies.join(4, 8)
+        assert view.copies.others(5) == [9, 3] and view.copies.heir(5) == 9
+        view.commit()
+        view = state.view()
+        assert view.copies.others(3) == [5, 9] and view.copies.others(8) == [4]
+        view.copies.leave(5)
+        assert view.copies.heir(9) == 3 and view.copies.heir(5) == 0
+        view.copies.leave(4)  # its group of two is one: no group
+        assert view.copies.others(8) == [] and view.copies.heir(8) == 0
+        view.copies.join(5, 6)  # 5 is back, with other content: a new group
+        view.commit()
+        view = state.view()
+        assert view.copies.others(5) == [6] and view.copies.others(9) == [3]
+        view.copies.leave(3)
+        view.copies.leave(6)
+        view.commit()
+        assert [key for key, _ in state.store.items("copies")] == [b"n"]  # the counter

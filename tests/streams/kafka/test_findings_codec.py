@@ -60,7 +60,7 @@ def _with(position: int, value: object) -> bytes:
     [
         (b"\x93\x01", "cannot be read"),  # cut short
         (b"not msgpack at all", "cannot be read"),
-        (_with(0, 1), "version 1, this neardup reads 2"),
+        (_with(0, 1), "version 1, this neardup reads 3"),
         (_with(6, [[[5, 0.9, 0.9, 0.3, False]], [], [], []]), "cannot be read"),  # version 1
         (_with(5, [0, 2, 0, 1]), "cannot be read"),  # no verdict 2
         (_with(5, [0, [7, "similar", 5], 0, 1]), "cannot be read"),  # no such method

@@ -55,7 +55,8 @@ class _Shard:
 
     def step(self, log: dict[int, bytes], topic: list[tuple[bytes, bytes]], crash: str) -> None:
         start = self.fold.next_offset
-        offsets = [o for o in sorted(log) if o >= start][: random.randint(1, 3)]
+        most = 1 if self.fold.one_message_a_batch else random.randint(1, 3)
+        offsets = [o for o in sorted(log) if o >= start][:most]
         if not offsets:
             return
         staged = self.fold.stage([(o, log[o]) for o in offsets])
@@ -128,7 +129,50 @@ def test_shards_and_union_over_kafka_logs_give_the_embedded_events(
 ) -> None:
     random.seed(rng.random())
     config = Settings(containment_threshold=0.5)
+    _folds_give_the_embedded_events(
+        config, family_pages(seed, families=5, size=4), shards, rng, crashing
+    )
+
+
+@settings(suppress_health_check=[HealthCheck.large_base_example], max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 3), st.randoms(use_true_random=False), st.booleans())
+def test_shards_and_union_follow_a_crawl_s_versions_over_kafka_logs(
+    seed: int, shards: int, rng: random.Random, crashing: bool
+) -> None:
+    """Where only a url's latest version counts, each stage decides the versions of every
+    record a message at a time: re-fetches with other content (some a copy of another
+    page), deletions and unchanged fetches give the embedded detector's events, through
+    crashes and takeovers, and a fresh run's clusters over the live urls."""
+    random.seed(rng.random())
+    config = Settings(versions="latest")
     pages = family_pages(seed, families=5, size=4)
+    again: list[Page] = []
+    for page in pages:
+        later = "2026-05-01T00:00:00Z"
+        kind = rng.choice(["other", "copy", "deleted", "unchanged", "none"])
+        if kind == "other":
+            again.append(Page(page.url, " ".join(reversed(page.content.split())), later))
+        elif kind == "copy":
+            again.append(Page(page.url, rng.choice(pages).content, later))
+        elif kind != "none":
+            again.append(Page(page.url, "", later, status=kind))  # type: ignore[arg-type]
+    found = _folds_give_the_embedded_events(config, pages + again, shards, rng, crashing)
+    live = {page.url: page for page in pages}
+    for page in again:
+        if page.status == "deleted":
+            del live[page.url]
+        elif page.status == "fetched":
+            live[page.url] = page
+    with State.open(None, config) as fresh:
+        Detector(fresh).process(list(live.values()))
+        assert found == partition(fresh)
+
+
+def _folds_give_the_embedded_events(
+    config: Settings, pages: list[Page], shards: int, rng: random.Random, crashing: bool
+) -> set[frozenset[str]]:
+    """Shards and the union stage over a prepared log of ``pages`` end as the embedded
+    detector fed the log's messages; the clusters."""
     log = _log(pages, rng, config)
     preparer = Preparer(config)
     with State.open(None, config) as embedded:
@@ -162,6 +206,7 @@ def test_shards_and_union_over_kafka_logs_give_the_embedded_events(
     for worker in workers:
         worker.state.close()
     union.state.close()
+    return expected
 
 
 def _found(message: ShardMessage) -> tuple[object, ...]:

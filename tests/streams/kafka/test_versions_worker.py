@@ -1,6 +1,7 @@
 """``versions = latest`` on Kafka: one `neardup worker` fed two crawls keyed by url (changed
 pages, deletions, unchanged fetches, a stale fetch) sends events from which a consumer
-rebuilds a fresh run's clusters over the live urls; detection shards refuse the setting."""
+rebuilds a fresh run's clusters over the live urls, with one detector and with detection
+shards on two workers."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from neardup.core import Page, Settings, SettingsError
+from neardup.core import Page, Settings
 from neardup.state import State
 from neardup.streams import Detector
-from neardup.streams.detection.sharded import ShardedDetector
 
 from tests.helpers import at_second, family_pages, partition
 from tests.support.deployment import Deployment
@@ -42,7 +42,8 @@ def _crawls() -> tuple[list[dict[str, object]], list[dict[str, object]], dict[st
     return first, second, live
 
 
-def test_a_worker_follows_the_live_urls(broker: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shards", [None, 2], ids=["one-detector", "two-shards"])
+def test_workers_follow_the_live_urls(broker: str, tmp_path: Path, shards: int | None) -> None:
     first, second, live = _crawls()
     with State.open(None, LATEST) as state:
         Detector(state).process([Page(url, content) for url, content in live.items()])
@@ -50,7 +51,9 @@ def test_a_worker_follows_the_live_urls(broker: str, tmp_path: Path) -> None:
     assert len(expected) >= 4
     run = Deployment(broker, tmp_path)
     try:
-        run.start_worker("w0", "--versions", "latest")
+        flags = () if shards is None else ("--shards", str(shards))
+        for worker in ["w0"] if shards is None else ["w0", "w1"]:
+            run.start_worker(worker, "--versions", "latest", *flags)
         run.publish([json.dumps(record).encode() for record in first])
         run.wait_for_events()
         run.publish([json.dumps(record).encode() for record in second])
@@ -60,12 +63,3 @@ def test_a_worker_follows_the_live_urls(broker: str, tmp_path: Path) -> None:
         assert run.read(run.dead_letters) == []
     finally:
         run.stop()
-
-
-def test_detection_shards_refuse_latest_versions() -> None:
-    with (
-        State.open(None, LATEST) as shard,
-        State.open(None, LATEST) as union,
-        pytest.raises(SettingsError, match="shards"),
-    ):
-        ShardedDetector([shard], union)
