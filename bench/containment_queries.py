@@ -54,7 +54,7 @@ def containment_query_latency(
             view = state.view()
             found = find_containing(view, doc, state.settings, 0.5)
             seconds.append(time.perf_counter() - started)
-            home = view.clusters.find(source.doc_id)
+            home = view.clusters.find(preparer.prepare([source])[0].doc_id)  # as stored
             returned += any(m.cluster == home for m in found)
             first += bool(found) and found[0].cluster == home
     ms = np.array(seconds) * 1000

@@ -165,7 +165,7 @@ class Settings:
     #: lost and found see each). "latest": a url's latest fetch is the page clusters hold;
     #: an earlier one leaves them when a later one comes, and a deletion record removes the
     #: url (docs/versions.md). States made before this setting keep "all".
-    versions: Versions = "all"
+    versions: Versions = "latest"
     #: With ``versions = "latest"``: the sketches of this many departed versions of a url
     #: are kept (not clustered, not indexed), for its history and lost and found; the
     #: oldest go first. 0 keeps none.

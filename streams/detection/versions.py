@@ -71,15 +71,18 @@ class VersionCounts:
     """What a batch's records did to the urls' versions (``neardup stats`` keys)."""
 
     #: urls whose content changed, urls deleted, fetches that changed nothing (the same
-    #: content, or a 304), records older than the url's version, deletions of unknown urls
+    #: content, or a 304), records older than the url's version, deletions of unknown urls,
+    #: deliveries of the very version there (same url, fetched_at and content)
     changed: int = 0
     removed: int = 0
     unchanged: int = 0
     stale: int = 0
     unknown_deletions: int = 0
+    repeats: int = 0
 
     def counter_increments(self) -> dict[str, int]:
         return {
+            "repeats": self.repeats,
             "fetched_unchanged": self.unchanged,
             "stale_versions": self.stale,
             "unknown_deletions": self.unknown_deletions,
@@ -138,7 +141,8 @@ def with_versions(
         events=(*versioned.events, *result.events, *versioned.changed_events(view, ref)),
         changed=versioned.counts.changed,
         removed=versioned.counts.removed,
-        version_records=records - len(versioned.chosen),
+        repeats=result.repeats + versioned.counts.repeats,
+        version_records=records - len(versioned.chosen) - versioned.counts.repeats,
         splits=result.splits + versioned.splits,
     )
 
@@ -245,6 +249,9 @@ def _follow(
         url, current = head.url, now[head.url]
         micros = fetched_at_to_micros(head.fetched_at)
         deleted = head.status == "deleted"
+        if current is not None and head.doc_id == current.doc_id and not deleted:
+            counts.repeats += 1  # delivered again (at least once): already known
+            continue
         if deleted and micros == NO_TIME and current is not None and not current.deleted:
             micros = current.last_fetched  # made just after the version it removes
         decision = _decided(head, micros, current)

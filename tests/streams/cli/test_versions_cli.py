@@ -87,6 +87,6 @@ def test_expire_needs_a_state_that_keeps_the_latest_versions(
 ) -> None:
     pages = _write(tmp_path / "1.jsonl", [{"url": "https://a/", "content": "a b c d e f"}])
     state = str(tmp_path / "state")
-    assert main(["run", "--state", state, "--quiet", pages]) == 0
+    assert main(["run", "--state", state, "--versions", "all", "--quiet", pages]) == 0
     assert main(["expire", "--state", state, "--before", "2026-01-01"]) != 0
     assert "versions = latest" in capsys.readouterr().err

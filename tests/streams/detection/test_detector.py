@@ -102,7 +102,8 @@ def test_a_bridging_document_merges_two_clusters_into_the_older() -> None:
         Page("https://b/2", " ".join(words[25:]) + " end", "2026-01-03T00:00:00Z"),
         Page("https://c/1", " ".join(words), "2026-01-04T00:00:00Z"),  # resembles both at 0.55
     ]
-    clusters, events = _run(pages, settings=Settings(threshold=0.3))
+    # every fetch a document: its id is its url's and fetched_at's (``Page.doc_id``)
+    clusters, events = _run(pages, settings=Settings(threshold=0.3, versions="all"))
     assert clusters == {frozenset(p.url for p in pages)}
     merges = [e for e in events if isinstance(e, ClusterMerged)]
     assert len(merges) == 1

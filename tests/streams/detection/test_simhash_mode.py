@@ -150,13 +150,14 @@ def test_queries_answer_in_simhash_mode_with_the_distance() -> None:
         Page("https://b.example/moved", " ".join(one_word), "2026-02-01T00:00:00Z"),
         Page("https://c.example/other", " ".join(random_text(rng, 300)), ""),
     ]
-    with State.open(None, SIMHASH) as state:
+    archive = Settings(sketch="simhash", versions="all")  # lost and found sees every fetch
+    with State.open(None, archive) as state:
         Detector(state).process(pages)
         edited = Page("https://new.example/", " ".join([*words[:299], "last"]), "")
         found = similar_to_content(state, edited, limit=5, floor=0.0)
         # every stored page within the distance that keeps its sketch (the moved copy is a
         # twin of the second version), with its distance
-        stored = Preparer(SIMHASH).prepare([edited, *pages[:2], pages[3]])
+        stored = Preparer(archive).prepare([edited, *pages[:2], pages[3]])
         asked, kept = stored[0], stored[1:]
         distances = {
             f"{d.doc_id:016x}": (d.simhash ^ asked.simhash).bit_count()

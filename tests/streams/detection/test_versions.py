@@ -225,7 +225,7 @@ def test_a_changed_page_leaves_its_cluster_and_a_deleted_one_is_gone() -> None:
 
 def test_an_archive_keeps_every_fetch() -> None:
     text = family_pages(5, families=1, size=1, words=100)[0].content
-    with State.open(None, Settings()) as state:
+    with State.open(None, Settings(versions="all")) as state:
         detector = Detector(state)
         detector.process([Page(URLS[0], text, "2026-03-01T00:00:01Z")])
         detector.process([Page(URLS[0], text + " more", "2026-03-01T00:00:02Z")])

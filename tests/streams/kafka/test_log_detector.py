@@ -128,7 +128,8 @@ def test_simhash_mode_folded_from_the_log_is_the_embedded_run(
         Page("https://w.example/2", " ".join(swapped)),
     ]
     log = _log(pages, partitions, rng, config)
-    by_id = {page.doc_id: page for page in pages}
+    prepared = Preparer(config).prepare(pages)
+    by_id = {doc.doc_id: page for page, doc in zip(pages, prepared, strict=True)}
     order = [by_id[d.doc_id] for message in log for d in decode_batch(message, config)]
     with State.open(None, config) as embedded:
         expected = Detector(embedded).process(order).events

@@ -235,8 +235,10 @@ def test_a_shard_restored_from_a_checkpoint_ends_as_one_that_applied_the_whole_l
     """A new owner starting from a checkpoint applies only the log after it, and ends with
     the tables and the findings of a shard that applied everything, one message at a time
     (the new owner applies the rest as one batch: the posting log's records and the
-    batch's counts, which go with its first message, depend on the batching)."""
-    config = Settings(containment_threshold=0.5)
+    batch's counts, which go with its first message, depend on the batching). Every fetch
+    a document: where versions depart, a shard applies a message at a time, and the test
+    with crashes and takeovers covers it."""
+    config = Settings(containment_threshold=0.5, versions="all")
     log = _log(family_pages(9, families=6, size=5), random.Random(2), config)
     offsets = sorted(log)
     middle = offsets[len(offsets) // 2]

@@ -97,7 +97,7 @@ def test_two_workers_serve_metrics_and_serve_a_live_dashboard_and_queries(
     run = Deployment(broker, tmp_path)
     try:
         for name in ("a", "b"):
-            run.start_worker(name, "--http", "127.0.0.1:0")
+            run.start_worker(name, "--http", "127.0.0.1:0", "--versions", "all")  # an archive
         urls = {
             n: until(f"worker {n}'s service", lambda n=n: service_url(tmp_path / f"{n}.log"))
             for n in ("a", "b")

@@ -21,7 +21,7 @@ from tests.helpers import edit_text, random_text, two_sweeps
 @pytest.fixture
 def swept(tmp_path: Path) -> tuple[State, dict[str, list[str]]]:
     first, second, texts = two_sweeps()
-    state = State.open(tmp_path / "state")
+    state = State.open(tmp_path / "state", Settings(versions="all"))  # an archive
     detector = Detector(state)
     detector.process(first)
     detector.process(second)
@@ -105,9 +105,9 @@ def test_a_cluster_pages_by_cursor_and_a_retired_id_names_its_survivor(tmp_path:
         )
         for i in range(7)
     ]
-    with State.open(tmp_path / "state") as state:
+    with State.open(tmp_path / "state", Settings(versions="all")) as state:
         Detector(state).process(pages)
-        ids = {page.url: page.doc_id for page in pages}
+        ids = {page.url: page.doc_id for page in pages}  # every fetch's id: url, fetched_at
         found = queries.cluster_of_url(state, "https://copies.example/4")
         assert found["size"] == 7 and found["cluster"] == format_id(ids["https://copies.example/0"])
         root = int(found["cluster"], 16)

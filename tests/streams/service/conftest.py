@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from neardup.core import Settings
 from neardup.state import State
 from neardup.streams import Detector
 from neardup.streams.service import HttpServer, LiveState, StateSource, query_app
@@ -52,9 +53,10 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 def build_state(path: Path) -> State:
-    """Families of near-duplicates, then the two sweeps (moved and changed pages)."""
+    """Families of near-duplicates, then the two sweeps (moved and changed pages), in an
+    archive (every fetch a document: history and lost and found see each)."""
     first, second, _ = two_sweeps()
-    state = State.open(path)
+    state = State.open(path, Settings(versions="all"))
     detector = Detector(state)
     detector.process(family_pages(11))
     detector.process(first)

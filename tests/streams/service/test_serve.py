@@ -84,7 +84,8 @@ def test_serve_answers_from_a_state_that_run_is_writing(tmp_path: Path) -> None:
     first, second, _ = two_sweeps()
     before = family_pages(5)
     subprocess.run(
-        [*NEARDUP, "run", "--quiet", "--state", str(state), "-"],
+        # an archive: every fetch a document, history and lost and found see each
+        [*NEARDUP, "run", "--quiet", "--versions", "all", "--state", str(state), "-"],
         input=_lines(before + first),
         check=True,
         timeout=120,
