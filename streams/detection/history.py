@@ -23,7 +23,8 @@ __all__ = ["DEFAULT_HISTORY_EVERY", "SAMPLED_COUNTERS", "HistoryRecorder"]
 #: seconds of batches between two samples
 DEFAULT_HISTORY_EVERY = 2.0
 
-#: the counters a sample keeps: what the dashboard draws
+#: the counters a sample keeps: what the dashboard draws (a sample stored before one of them
+#: was kept reads it as 0)
 SAMPLED_COUNTERS = (
     "documents",
     "clusters",
@@ -33,6 +34,9 @@ SAMPLED_COUNTERS = (
     "contained",
     "dead_letters",
     *(f"duplicates:{method}" for method in METHODS),
+    # versions = latest: urls whose content changed, urls deleted (VERSION_COUNTERS)
+    "pages_changed",
+    "pages_removed",
 )
 
 

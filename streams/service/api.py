@@ -233,6 +233,8 @@ def _sample(sample: StoredSample) -> schemas.Sample:
         contained=counters.get("contained", 0),
         largest_cluster=counters.get("largest_cluster", 0),
         dead_letters=counters.get("dead_letters", 0),
+        changed=counters.get("pages_changed", 0),
+        removed=counters.get("pages_removed", 0),
     )
 
 

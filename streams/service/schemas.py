@@ -306,6 +306,9 @@ class Sample(Struct, kw_only=True):
     contained: Count
     largest_cluster: Count
     dead_letters: Count
+    #: versions = latest; 0 otherwise, and in a sample stored before they were sampled
+    changed: Annotated[Count, Meta(description="urls whose content changed (so far)")] = 0
+    removed: Annotated[Count, Meta(description="urls deleted (so far)")] = 0
 
 
 class SizeClass(Struct):

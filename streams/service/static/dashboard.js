@@ -5,7 +5,7 @@
   const token = new URLSearchParams(location.search).get("access_token");
   const headers = token ? { Authorization: "Bearer " + token } : {};
   const POLL_MS = 2000;
-  const COLORS = ["#2f6fdf", "#d9822b", "#1d9a6c", "#b5479b", "#7a5cc4", "#c23b3b"];
+  const COLORS = ["#2f6fdf", "#d9822b", "#1d9a6c", "#b5479b", "#7a5cc4", "#c23b3b", "#2b9bb0", "#8a6d3b", "#5b8a1e"];
   const METHODS = ["exact", "canonical", "shingle", "near", "item"];
   let samples = [];
   let openCluster = null;
@@ -147,7 +147,11 @@
     ].concat(
       items
         ? [{ name: "matched items", points: perMinute((s) => s.duplicates.item || 0) }]
-        : METHODS.map((m) => ({ name: m + " duplicates", points: perMinute((s) => s.duplicates[m]) }))
+        : METHODS.map((m) => ({ name: m + " duplicates", points: perMinute((s) => s.duplicates[m]) })).concat([
+          // versions = latest: re-fetched urls whose content changed, and urls deleted
+          { name: "changed", points: perMinute((s) => s.changed || 0) },
+          { name: "removed", points: perMinute((s) => s.removed || 0) },
+        ])
     ), "rate-legend");
     sizeChart(el("size-chart"), data.size_distribution);
     const first = (item) => (item.first && item.first.url) || "";

@@ -16,14 +16,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
 import pytest
 from neardup.core import Page, Settings
-from neardup.state import State
+from neardup.state import Sample, State
 from neardup.streams import Detector
 from neardup.streams.running import queries, reports
+from neardup.streams.running.embedded import run as embedded_run
 from neardup.streams.service import HttpServer, LiveState, query_app
 
-from tests.helpers import family_pages, two_sweeps
+from tests.helpers import at_second, family_pages, random_text, two_sweeps
+from tests.support.browser import chromium
 
 from .conftest import call, serving
 
@@ -190,6 +193,66 @@ def test_stats_and_dashboard_read_the_state_counters(
     # the fixture's state was built without its history: the state as it is now, alone
     assert [s["documents"] for s in board["samples"]] == [stats["documents"]]
     assert board["largest"] == queries.largest_clusters(swept_state, 10)
+
+
+def test_the_dashboard_samples_count_the_pages_changed_and_removed(tmp_path: Path) -> None:
+    """With versions = latest, the samples the writer records carry the state's counts of
+    re-fetched pages whose content changed and of deleted pages (the page draws them a
+    minute); a sample stored before they were sampled reads them as 0."""
+    rng = np.random.default_rng(11)
+    urls = [f"https://crawl.example/{n}" for n in range(5)]
+    crawls = [
+        [
+            {"url": url, "content": " ".join(random_text(rng, 80)), "fetched_at": at_second(1)}
+            for url in urls
+        ],
+        [
+            # two changes, one deletion, one fetch of the same content, one older fetch
+            {"url": urls[0], "content": " ".join(random_text(rng, 80)), "fetched_at": at_second(2)},
+            {"url": urls[1], "content": " ".join(random_text(rng, 80)), "fetched_at": at_second(2)},
+            {"url": urls[2], "deleted": True, "fetched_at": at_second(2)},
+            {"url": urls[3], "unchanged": True, "fetched_at": at_second(2)},
+            {"url": urls[4], "content": "older", "fetched_at": at_second(0)},
+        ],
+    ]
+    with State.open(tmp_path / "state", Settings(versions="latest")) as state:
+        old = state.view()
+        old.timeline.append(Sample(1.0, {"documents": 1, "cluster_merges": 2}))
+        old.commit()
+        for number, records in enumerate(crawls):
+            path = tmp_path / f"crawl{number}.jsonl"
+            path.write_text("".join(json.dumps(record) + "\n" for record in records))
+            embedded_run(state, [str(path)], batch_size=2, history_every=0.0)
+        counters = state.view().counters
+        changed, removed = counters.get("pages_changed"), counters.get("pages_removed")
+        assert (changed, removed) == (2, 1)
+        with serving(state) as service:
+            samples = _get(service, "/dashboard")["samples"]
+    counts = [(sample["changed"], sample["removed"]) for sample in samples]
+    # the old sample, the first crawl's (a sample a batch), the second's, and the state now
+    assert samples[0]["time"] == 1.0 and samples[0]["merges"] == 2
+    assert counts[0] == (0, 0) and counts[1:4] == [(0, 0)] * 3
+    assert counts[-2] == counts[-1] == (changed, removed)
+    assert counts == sorted(counts) and len(set(counts)) > 2
+
+
+def test_the_page_draws_changes_and_removals_a_minute_for_pages(service: HttpServer) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    with chromium() as browser:
+        browser.get(service.url + "/")
+        legend = WebDriverWait(browser, 10).until(
+            lambda b: [span.text for span in b.find_elements(By.CSS_SELECTOR, "#rate-legend span")]
+        )
+    methods = ["exact", "canonical", "shingle", "near", "item"]
+    assert legend == [
+        "merges",
+        "splits",
+        *(f"{m} duplicates" for m in methods),
+        "changed",
+        "removed",
+    ]
 
 
 @pytest.mark.parametrize(

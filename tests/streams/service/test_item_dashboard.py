@@ -127,6 +127,8 @@ def test_the_dashboard_of_items_speaks_of_items(items_served: tuple[str, State])
         assert "document" not in text.lower() and "URL" not in text
         # what only pages have is not shown
         assert not browser.find_element(By.ID, "contained").is_displayed()
+        legend = browser.find_elements(By.CSS_SELECTOR, "#rate-legend span")
+        assert [span.text for span in legend] == ["merges", "splits", "matched items"]
         headers = browser.find_elements(By.CSS_SELECTOR, "#largest th")
         assert [h.text for h in headers] == ["cluster", "size", "name"]
 
