@@ -18,6 +18,7 @@ from .memory import MemoryStore
 from .meta import (
     FORMAT_VERSION,
     Counters,
+    EventTime,
     LogOffsets,
     check_or_store_role,
     check_or_store_settings,
@@ -45,6 +46,7 @@ __all__ = [
     "Departed",
     "DocRecord",
     "Documents",
+    "EventTime",
     "FingerprintKind",
     "FingerprintTable",
     "KeptVersions",

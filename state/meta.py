@@ -1,4 +1,5 @@
-"""The state's own description: format version, settings, counters and Kafka log offsets."""
+"""The state's own description: format version, settings, counters, Kafka log offsets and
+the event time it has reached."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Mapping
 
 from neardup.core import IncompatibleStateError, Settings, StateError
 
+from .codec import NO_TIME
 from .stop_keys import ranks_of
 from .store import Store, Table
 from .transaction import Transaction
@@ -13,6 +15,7 @@ from .transaction import Transaction
 __all__ = [
     "FORMAT_VERSION",
     "Counters",
+    "EventTime",
     "LogOffsets",
     "check_or_store_role",
     "check_or_store_settings",
@@ -153,3 +156,51 @@ class LogOffsets:
         if next_offset < 0:
             raise ValueError(f"a log offset is not negative, got {next_offset}")
         self._tx.put("meta", self._key(log), next_offset.to_bytes(8, "big"))
+
+
+class EventTime:
+    """The event time a state has reached, for retention by event time (never the wall
+    clock, so that a replay expires the same urls): the latest ``fetched_at`` of the records
+    it applied, the bound of its last retention sweep (urls last fetched before it were
+    removed), and the bound of a sweep begun and not finished (a sweep is done a chunk of
+    urls a transaction). Microseconds since 1970; each written in the transaction that
+    changes it."""
+
+    _SEEN = b"event-time:seen"
+    _SWEPT = b"event-time:swept"
+    _DUE = b"event-time:due"
+
+    def __init__(self, tx: Transaction) -> None:
+        self._tx = tx
+
+    def _get(self, key: bytes) -> int | None:
+        raw = self._tx.get("meta", key)
+        return None if raw is None else int.from_bytes(raw, "big", signed=True)
+
+    def _put(self, key: bytes, micros: int) -> None:
+        self._tx.put("meta", key, micros.to_bytes(8, "big", signed=True))
+
+    def seen(self) -> int:
+        """The latest fetched_at applied (``NO_TIME`` if none had one)."""
+        seen = self._get(self._SEEN)
+        return NO_TIME if seen is None else seen
+
+    def see(self, micros: int) -> None:
+        """A record fetched at ``micros`` was applied."""
+        if micros > self.seen():
+            self._put(self._SEEN, micros)
+
+    def swept(self) -> int | None:
+        """The bound of the last sweep finished, or None if there was none."""
+        return self._get(self._SWEPT)
+
+    def due(self) -> int | None:
+        """The bound of the sweep begun and not finished, or None."""
+        return self._get(self._DUE)
+
+    def begin_sweep(self, bound: int) -> None:
+        self._put(self._DUE, bound)
+
+    def end_sweep(self, bound: int) -> None:
+        self._put(self._SWEPT, bound)
+        self._tx.delete("meta", self._DUE)

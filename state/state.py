@@ -18,7 +18,7 @@ from .items import ItemRecords
 from .kept_filters import KeptFilters, keep
 from .key_filter import FilterBudget, KeyFilter
 from .memory import MemoryStore
-from .meta import Counters, LogOffsets, check_or_store_settings
+from .meta import Counters, EventTime, LogOffsets, check_or_store_settings
 from .posting_log import LoggedPostings, PostingLog
 from .postings import INDEX_TABLES, IndexTable, PostingIndex, read_key_filter
 from .rocksdb import FOLLOWER_OPTIONS, RocksDBOptions, RocksDBStore
@@ -76,6 +76,7 @@ class StateView:
         self.urls = UrlHistory(self.tx)
         self.counters = Counters(self.tx)
         self.log_offsets = LogOffsets(self.tx)
+        self.event_time = EventTime(self.tx)
         self.timeline = Timeline(self.tx)
         self.items = ItemRecords(self.tx)
         self.edges = MatchEdges(self.tx)

@@ -20,7 +20,16 @@ from ..running.embedded import DEFAULT_BATCH_SIZE
 from ..running.prepare_work import DEFAULT_BATCH_BYTES, PREPARE_MODES
 from ..running.progress import DEFAULT_STATS_EVERY
 from . import handlers
-from .options import Option, to_address, to_float, to_fraction, to_int, to_on_off, with_flags
+from .options import (
+    Option,
+    to_address,
+    to_duration,
+    to_float,
+    to_fraction,
+    to_int,
+    to_on_off,
+    with_flags,
+)
 
 __all__ = ["COMMANDS", "SETTINGS_GROUP", "SETTING_OPTIONS", "Command"]
 
@@ -146,6 +155,18 @@ _KEY_FILTER_MB = Option(
     env="NEARDUP_KEY_FILTER_MB",
     default=KEY_FILTER_BYTES >> 20,
     metavar="MB",
+)
+_EXPIRE_AFTER = Option(
+    "expire_after",
+    "with versions latest: remove the urls last fetched more than DURATION (e.g. 30d, 12h) "
+    "before the latest fetched_at applied, as deletions; event time, never the clock, so a "
+    "replay removes the same; a run option, not stored: give it to every run (every worker "
+    "of a deployment the same)",
+    flags=("--expire-after",),
+    convert=to_duration,
+    env="NEARDUP_EXPIRE_AFTER",
+    metavar="DURATION",
+    shown="none: a url stays until deleted",
 )
 _INPUTS = Option(
     "inputs", "JSON Lines file, - for stdin, or a .warc[.gz] file", metavar="INPUT", nargs="+"
@@ -280,6 +301,7 @@ COMMANDS = (
             _BATCH_BYTES,
             _MAX_RECORD_BYTES,
             _KEY_FILTER_MB,
+            _EXPIRE_AFTER,
             Option("quiet", "no progress and no summary", flags=("--quiet",), switch=True),
             _HTTP,
             _API_TOKEN,
@@ -493,6 +515,7 @@ COMMANDS = (
             _SCHEMA,
             _MAX_RECORD_BYTES,
             _KEY_FILTER_MB,
+            _EXPIRE_AFTER,
             Option(
                 "loglevel",
                 "log level",

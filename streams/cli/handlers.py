@@ -28,6 +28,7 @@ from neardup.core.markup import check_markup
 from neardup.state import State
 from neardup.state.items import check_or_store_schema, stored_schema
 
+from ..detection.retention import Retention, check_retention
 from ..kafka.config import WorkerConfig, detector_dir
 from ..running import embedded, queries, reports
 from ..running.inputs import DeadLetter, check_inputs, is_warc
@@ -132,13 +133,12 @@ def run(args: argparse.Namespace) -> int:
     if args.stats_every < 1:
         raise NeardupError(f"--stats-every {args.stats_every} must be at least 1")
     schema = _schema(args.schema) if args.schema is not None else None
+    settings = settings_for(args.state, args)
+    if args.expire_after is not None:  # refused before a state is made with other settings
+        check_retention(settings or _stored_settings(args.state), schema is not None)
     with ExitStack() as stack:
         state = stack.enter_context(
-            State.open(
-                args.state,
-                settings_for(args.state, args),
-                key_filter_bytes=_key_filter_bytes(args),
-            )
+            State.open(args.state, settings, key_filter_bytes=_key_filter_bytes(args))
         )
         schema = check_or_store_schema(state.store, schema)
         if schema is not None and any(is_warc(name) for name in args.inputs):
@@ -168,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
             listeners=() if metrics is None else (metrics,),
             signals=signals,
             items=schema,
+            retention=None if args.expire_after is None else Retention(args.expire_after),
         )
         if not args.quiet:
             print(summary.describe(), file=sys.stderr)
@@ -179,6 +180,14 @@ def run(args: argparse.Namespace) -> int:
             for line in reports.cluster_lines(state):
                 _print_json(line, clusters_out)
     return 0
+
+
+def _stored_settings(state_dir: str) -> Settings:
+    """The settings of a state directory, or the defaults a new one would take."""
+    if not (Path(state_dir) / "CURRENT").exists():
+        return Settings()
+    with State.open(state_dir) as state:
+        return state.settings
 
 
 def _schema(path: str) -> ItemSchema:
@@ -436,6 +445,7 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
         checkpoints=args.checkpoints,
         checkpoint_every=args.checkpoint_every,
         session_timeout=args.session_timeout,
+        expire_after=args.expire_after,
         schema=_schema(args.schema) if args.schema is not None else _stored_schema(state_dir),
     )
 

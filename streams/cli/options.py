@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from neardup.core import NeardupError
 
+from ..detection.retention import MAX_WINDOW
+
 __all__ = [
     "Option",
     "resolve_environment",
+    "to_duration",
     "to_float",
     "to_fraction",
     "to_int",
@@ -57,6 +62,27 @@ def to_address(text: str) -> tuple[str, int]:
     if not 0 <= number <= 65535:
         raise argparse.ArgumentTypeError(f"--http {text!r}: the port must be from 0 to 65535")
     return host, number
+
+
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"([0-9]+)([smhd])")
+
+
+def to_duration(text: str) -> timedelta:
+    """A whole number and a unit, ``s``, ``m``, ``h`` or ``d`` (``30d``, ``12h``): more than
+    nothing, at most ``MAX_WINDOW``."""
+    found = _DURATION.fullmatch(text.strip())
+    if found is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give a whole number and a unit, s, m, h or d "
+            "(e.g. 30d, 12h, 90m)"
+        )
+    seconds = int(found[1]) * _SECONDS[found[2]]
+    if not 0 < seconds <= MAX_WINDOW.total_seconds():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is out of range: give more than 0 and at most {MAX_WINDOW.days}d"
+        )
+    return timedelta(seconds=seconds)
 
 
 def to_on_off(text: str) -> bool:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from neardup.core import DEFAULT_MAX_RECORD_BYTES, NeardupError, Settings
 from neardup.core.items.schema import ItemSchema
 from neardup.state import KEY_FILTER_BYTES
 
+from ..detection.retention import Retention, check_retention
 from ..running.embedded import DEFAULT_BATCH_SIZE
 from ..running.prepare_work import DEFAULT_BATCH_BYTES, PREPARE_MODES, PrepareMode
 from .topics import (
@@ -70,6 +72,14 @@ class WorkerConfig:
     checkpoint_every: int = 256
     #: item mode's schema (every worker of the deployment the same), or None for pages
     schema: ItemSchema | None = None
+    #: the retention window (``detection.retention``), or None to keep every url until it is
+    #: deleted: every worker of the deployment the same, or a state rebuilt from the log
+    #: would expire other urls than the one it replaces
+    expire_after: timedelta | None = None
+
+    @property
+    def retention(self) -> Retention | None:
+        return None if self.expire_after is None else Retention(self.expire_after)
 
     @property
     def prepared_topic(self) -> str:
@@ -118,6 +128,14 @@ class WorkerConfig:
             raise NeardupError(
                 "item mode (--schema) runs one detector: detection shards are for pages"
             )
+        if self.expire_after is not None:
+            if self.shards is not None:
+                raise NeardupError(
+                    "--expire-after runs in the one detector of a deployment: detection shards "
+                    "(--shards) do not follow versions"
+                )
+            check_retention(self.settings, self.schema is not None)
+            Retention(self.expire_after)  # its range
         if self.checkpoint_every < 1:
             raise NeardupError(
                 f"checkpoint_every={self.checkpoint_every}: use a positive number of log messages"

@@ -14,6 +14,13 @@ ends there. So:
 The log is the state's changelog, as Kafka Streams reuses a source topic as the changelog of
 a table built from it: no per-key changelog is written, and every worker that applies the
 same prefix holds the same state.
+
+With a retention window (``detection.retention``) a run of messages stops at the message
+after which a sweep is due (the bound is checked after every message, so the sweeps of a
+log do not depend on how its messages are grouped into runs); the run's write marks the
+sweep due, and the sweep's chunks (``sweep``) are applied, and their events sent, before
+the next message: a sweep depends on the state after its message alone, and one a crash cut
+short is finished from the state.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from neardup.core import BadRecordError, PreparedDoc, Settings, SettingsError
+from neardup.core import BadRecordError, PreparedDoc, Settings, SettingsError, StateError
 from neardup.core.items.prepare import PreparedItem
 from neardup.core.items.schema import ItemSchema
 from neardup.core.prepared_codec import decode_batch, settings_of_batch
@@ -33,6 +40,14 @@ from ..detection import BatchResult, Detector
 from ..detection.history import HistoryRecorder
 from ..detection.item_fit import FIRST_FIT, fit_due, item_count, refit
 from ..detection.items import ItemDetector, ItemScoring
+from ..detection.retention import (
+    EXPIRED_PER_TRANSACTION,
+    Retention,
+    Sweeper,
+    begin_sweep_if_due,
+    check_retention,
+    latest_fetch,
+)
 
 __all__ = ["LogDetector", "SettingsCheck", "Staged", "unapplied"]
 
@@ -47,6 +62,8 @@ class Staged:
     result: BatchResult
     #: messages that could not be applied: (offset, why); they go to the dead letters
     rejected: tuple[tuple[int, BadRecordError], ...] = ()
+    #: a chunk of a retention sweep (no messages): the urls it removes
+    expired: int | None = None
 
 
 class LogDetector:
@@ -58,14 +75,23 @@ class LogDetector:
         log: str,
         history: HistoryRecorder | None = None,
         items: ItemSchema | None = None,
+        retention: Retention | None = None,
     ) -> None:
         """``history``: what records the state's history in the batches (a worker's); none
         for a state rebuilt elsewhere. ``items``: item mode's schema (the log's messages are
-        batches of items)."""
+        batches of items). ``retention``: the window behind the latest fetched_at applied
+        (``detection.retention``); a sweep due in the state is finished without one."""
+        if retention is not None:
+            check_retention(state.settings, items is not None)
         self.state = state
         self.detector = Detector(state)
         self.items = None if items is None else ItemDetector(state, items)
         self.log = log
+        self.retention = retention
+        chunk = EXPIRED_PER_TRANSACTION if retention is None else retention.chunk
+        #: where fetch times count: a url's latest version, of pages
+        timed = items is None and state.settings.versions == "latest"
+        self.sweeper = Sweeper(state, chunk) if timed else None
         self._history = history
         self._settings = SettingsCheck(state.settings)
 
@@ -79,8 +105,15 @@ class LogDetector:
 
         Messages below ``next_offset`` are skipped; bad ones are rejected with a reason. The
         caller sends the events, then calls ``commit``; a crash before it loses nothing,
-        since the messages are applied again on restart and give the same events."""
-        start = self.next_offset
+        since the messages are applied again on restart and give the same events. With a
+        retention window the run stops after the message that makes a sweep due (the
+        staged ``next_offset`` says where): the caller does the sweep, then the rest."""
+        if self.sweeper is not None and self.sweeper.due():
+            raise StateError("a retention sweep is due: finish it (sweep) before the log")
+        committed = self.state.view()
+        start = committed.log_offsets.get(self.log)
+        seen = committed.event_time.seen()
+        swept = committed.event_time.swept()
         docs: list[PreparedDoc] = []
         items: list[PreparedItem] = []
         rejected: list[tuple[int, BadRecordError]] = []
@@ -91,13 +124,22 @@ class LogDetector:
                 if self.items is not None:
                     items += decode_items(value, self.items.schema)
                 else:
-                    docs += decode_batch(value, self._settings.check(value))
+                    decoded = decode_batch(value, self._settings.check(value))
+                    docs += decoded
+                    if self.retention is not None:
+                        seen = max(seen, latest_fetch(decoded))
+                        if self.retention.bound_due(seen, swept) is not None:
+                            break  # the sweep comes before the next message
             except BadRecordError as error:
                 rejected.append((offset, error))
         if self.items is not None:
             view, result = self.items.stage(items)
         else:
             view, result = self.detector.stage(docs)
+            if self.sweeper is not None:
+                view.event_time.see(latest_fetch(docs))
+            if self.retention is not None:
+                begin_sweep_if_due(view, self.retention)
         view.log_offsets.set(self.log, last + 1)
         if self._history is not None:
             self._history.record(view, result)
@@ -106,6 +148,34 @@ class LogDetector:
     def commit(self, staged: Staged) -> None:
         """Make a staged run durable, with the offset it ends at, in one write."""
         staged.view.commit()
+        if staged.expired is not None and self.sweeper is not None:
+            self.sweeper.committed(staged.expired)
+
+    def sweep(self) -> Staged | None:
+        """The next chunk of the retention sweep due, staged as a run of no messages (the
+        caller sends its events, then commits), or None when none is due."""
+        chunk = None if self.sweeper is None else self.sweeper.stage()
+        if chunk is None:
+            return None
+        return Staged(chunk.view, self.next_offset, chunk.result, expired=chunk.expired)
+
+    def sweep_silently(self) -> None:
+        """Finish the sweep due without sending its events (whoever applied the log past
+        it sent them)."""
+        while (chunk := self.sweep()) is not None:
+            self.commit(chunk)
+
+    def catch_up(self, messages: Sequence[tuple[int, bytes]]) -> int:
+        """Apply (offset, value) messages, and the sweeps they make due, without sending
+        their events (whoever applied them first sent them); the documents applied."""
+        documents = 0
+        self.sweep_silently()
+        while messages and self.next_offset <= messages[-1][0]:
+            staged = self.stage(messages)
+            self.commit(staged)
+            documents += staged.result.documents
+            self.sweep_silently()
+        return documents
 
     def refit_if_due(self) -> Staged | None:
         """Item mode, after a commit: when the state has outgrown its model (from

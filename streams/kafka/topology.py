@@ -20,7 +20,9 @@ Delivery: pages are read at least once. Sends go straight to Faust's producer, w
 flushes before it commits input offsets; a page prepared twice is one document. The
 detect agent sends a batch's events and flushes them before it commits the batch's state
 and offset in one write, so a crash between the two repeats the events (same ids) but never
-loses them.
+loses them. A retention sweep a batch makes due (``--expire-after``) goes the same way, a
+chunk at a time, before the next message and before the batch's input offsets are
+acknowledged: a log applied past a sweep's message was swept, and its events sent.
 """
 
 from __future__ import annotations
@@ -239,7 +241,9 @@ def build_app(
             except StateError as error:
                 await stop_worker(app, "detector", error)
                 return
-            detector = LogDetector(state, log_name, HistoryRecorder(), config.schema)
+            detector = LogDetector(
+                state, log_name, HistoryRecorder(), config.schema, config.retention
+            )
             if holding is not None:
                 await holding.opened(state, functools.partial(caught_up, detector, run))
             try:
@@ -261,17 +265,10 @@ def build_app(
         async with applying:
             await _catch_up(config, log_name, detector, None, run)
 
-    async def apply_batch(
-        detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]
-    ) -> None:
-        first = batch[0].message.offset
-        if await run(lambda: detector.next_offset) < first:
-            await _catch_up(config, log_name, detector, first, run)
-        records = [(e.message.offset, e.message.value or b"") for e in batch]
-        staged: Staged = await run(detector.stage, records)
-        by_offset = {event.message.offset: event.message for event in batch}
-        for offset, error in staged.rejected:
-            await reject(by_offset[offset], error)
+    async def send_and_commit(
+        detector: LogDetector, staged: Staged, run: Callable[..., Awaitable[Any]]
+    ) -> float:
+        """Send a staged run's events, then commit it; the seconds the commit took."""
         # clusters that split or lose pages are followed in one order (docs/events.md)
         one_order = config.schema is not None or detector.state.settings.keeps_edges
         for key, value in event_records(staged.result, one_order):
@@ -279,18 +276,38 @@ def build_app(
         await app.producer.flush()  # events out before the state says "done"
         committing = time.perf_counter()
         await run(detector.commit, staged)
-        refitted: Staged | None = await run(detector.refit_if_due)
-        if refitted is not None:  # item mode outgrew its model: every item scored again
-            for key, value in event_records(refitted.result, one_order):
-                await produce(config.events_topic, key, value, None)
-            await app.producer.flush()
-            await run(detector.commit, refitted)
+        return time.perf_counter() - committing
+
+    async def sweep(detector: LogDetector, run: Callable[..., Awaitable[Any]]) -> None:
+        """The retention sweep due, a chunk a transaction, each chunk's events sent first."""
+        while (chunk := await run(detector.sweep)) is not None:
+            await send_and_commit(detector, chunk, run)
+
+    async def apply_batch(
+        detector: LogDetector, batch: list[Any], run: Callable[..., Awaitable[Any]]
+    ) -> None:
+        first = batch[0].message.offset
+        if await run(lambda: detector.next_offset) < first:
+            await _catch_up(config, log_name, detector, first, run)
+        records = [(e.message.offset, e.message.value or b"") for e in batch]
+        by_offset = {event.message.offset: event.message for event in batch}
+        await sweep(detector, run)  # one that a crash cut short, before any message
+        while await run(lambda: detector.next_offset) <= records[-1][0]:
+            staged: Staged = await run(detector.stage, records)
+            for offset, error in staged.rejected:
+                await reject(by_offset[offset], error)
+            committed = await send_and_commit(detector, staged, run)
+            refitted: Staged | None = await run(detector.refit_if_due)
+            if refitted is not None:  # item mode outgrew its model: every item scored again
+                await send_and_commit(detector, refitted, run)
+            await sweep(detector, run)  # the run stopped where a sweep is due
+            if metrics is not None:
+                seconds: dict[Stage, float] = {
+                    **staged.result.stage_seconds,
+                    "commit": committed,
+                }
+                metrics.batch_done(staged.result, seconds)
         if metrics is not None:
-            seconds: dict[Stage, float] = {
-                **staged.result.stage_seconds,
-                "commit": time.perf_counter() - committing,
-            }
-            metrics.batch_done(staged.result, seconds)
             now = time.time()
             for event in batch:
                 if event.message.timestamp:
@@ -402,10 +419,8 @@ async def _catch_up(
             fetched = await consumer.getmany(partition, timeout_ms=1000)
             records = [(r.offset, r.value or b"") for r in fetched.get(partition, [])]
             records = [(offset, value) for offset, value in records if offset < until]
-            if records:
-                staged = await run(detector.stage, records)
-                await run(detector.commit, staged)
-                documents += staged.result.documents
+            if records:  # with the sweeps they make due: the log was applied past them
+                documents += await run(detector.catch_up, records)
         logger.info("detector: caught up to offset %d (%d documents)", until, documents)
     finally:
         await consumer.stop()

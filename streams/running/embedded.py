@@ -1,7 +1,8 @@
 """The embedded mode: input files in, events out, on one state directory, without Kafka.
 
 Pages, or item records, are prepared in a thread or in a child process (``neardup run``'s
-default) while the batch before them is detected.
+default) while the batch before them is detected. With a retention window, the sweep a batch
+makes due is done before the next batch (``detection.retention``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ from ..detection import BatchListener, BatchResult, Detector, Stage
 from ..detection.events import write_events
 from ..detection.history import DEFAULT_HISTORY_EVERY, HistoryRecorder
 from ..detection.items import ItemDetector
+from ..detection.retention import (
+    Retention,
+    Sweeper,
+    begin_sweep_if_due,
+    check_retention,
+    latest_fetch,
+)
 from .inputs import DeadLetter, NumberedLine, is_warc, iter_numbered_lines, iter_records
 from .item_fitting import fit_ahead, fit_at_end
 from .prepare_work import (
@@ -159,6 +167,7 @@ def run(
     signals: StopSignals | None = None,
     history_every: float = DEFAULT_HISTORY_EVERY,
     items: ItemSchema | None = None,
+    retention: Retention | None = None,
 ) -> RunSummary:
     """Process every input into the state; write events and dead letters as JSON Lines.
 
@@ -169,8 +178,13 @@ def run(
     ``signals``: a stop they ask for ends the input; what was read before it is stored, and
     the summary says so (``RunSummary.stopped_by``). ``history_every``: seconds between two
     samples of the state's history (``detection.history``). ``items``: item mode, the inputs
-    JSON Lines of records of this schema (``detection.items``)."""
+    JSON Lines of records of this schema (``detection.items``). ``retention``: a window behind
+    the latest fetched_at applied; the urls last fetched before it are removed as deletions,
+    by sweeps between batches (a stop waits for a sweep under way; one a crash cut short is
+    finished first)."""
     inputs = list(inputs)
+    if retention is not None:
+        check_retention(state.settings, items is not None)
     stopping = signals is not None
 
     def should_stop() -> bool:
@@ -190,6 +204,9 @@ def run(
     except BaseException:
         preparing.shutdown(cancel_futures=True)
         raise
+    sweeper = None
+    if items is None and state.settings.versions == "latest":
+        sweeper = Sweeper(state) if retention is None else Sweeper(state, retention.chunk)
     history = HistoryRecorder(history_every)
     balance = _ParseBalance(items is None and prepare == "process")
     summary = RunSummary()
@@ -219,6 +236,10 @@ def run(
         """One batch into the state, with its dead letters' count and, every few seconds, a
         sample of the state's history, in one write."""
         view, result = stage(prepared)  # type: ignore[arg-type]
+        if sweeper is not None:  # pages whose latest version counts: event time moves
+            view.event_time.see(latest_fetch(cast(list[PreparedDoc], prepared)))
+        if retention is not None:
+            begin_sweep_if_due(view, retention)
         view.counters.add("dead_letters", dead)
         history.record(view, result)
         committing = time.perf_counter()
@@ -249,9 +270,19 @@ def run(
             summary.add(result)
             if events is not None:
                 write_events(events, result.events)
+            sweep()
         summary.records += len(dead)
         for observer in observers:
             observer.update(summary)
+
+    def sweep() -> None:
+        """The sweep due, a chunk a transaction, to its end (a stop waits for it: nothing
+        may be applied while one is due)."""
+        while sweeper is not None and (chunk := sweeper.stage()) is not None:
+            sweeper.commit(chunk)
+            summary.add(chunk.result)
+            if events is not None:
+                write_events(events, chunk.result.events)
 
     prepare_batch: Callable[[list[Any], str], Prepared]
     context = state.settings.to_json() if items is None else items.to_json()
@@ -268,6 +299,7 @@ def run(
         records = _until_stopped(records, signals)
     try:
         with preparing:
+            sweep()  # one a run cut short left due
             waiting: tuple[Future[Prepared] | None, list[Record], list[DeadLetter]] | None = None
             since = time.perf_counter()  # this process's work a batch: reading, parsing, detecting
             for lines, dead in _batches(records, batch_size, batch_bytes):

@@ -6,25 +6,30 @@ one log; the detector applies the log in runs of random length and crashes at ra
 (before sending a run's events, after sending but before committing, after committing but
 before the input offset is acknowledged), or is replaced by a worker with a new, empty state
 that catches up from the log. Whatever happens, the clusters, those a consumer rebuilds from
-the events, and the state itself must be those of an uninterrupted run.
+the events, and the state itself must be those of an uninterrupted run. With a retention
+window (``--expire-after``) the sweeps too: decided after each message, finished after a
+crash in one.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from neardup.core import Page, Preparer, Settings
+from neardup.core import Page, Preparer, Settings, StateError
 from neardup.core.prepared_codec import decode_batch, encode_batch
-from neardup.state import TABLES, State
+from neardup.state import TABLES, State, fetched_at_to_micros
 from neardup.streams import Detector
 from neardup.streams.detection.event_clusters import clusters_from_events
-from neardup.streams.kafka.log_detector import LogDetector
+from neardup.streams.detection.retention import Retention
+from neardup.streams.kafka.log_detector import LogDetector, Staged
 
-from tests.helpers import family_pages, partition, random_text, settled_tables
+from tests.helpers import edit_text, family_pages, partition, random_text, settled_tables
 
 LOG = "nd-prepared"
 CRASHES = ("none", "before-send", "before-commit", "before-ack", "new-worker")
@@ -195,3 +200,199 @@ def test_bad_messages_are_rejected_and_the_rest_applied() -> None:
         assert staged.result.documents == 6  # the good batch and the compatible one
         detector.commit(staged)
         assert detector.next_offset == 4  # past the rejected ones: they are dead letters now
+
+
+# Retention by event time: a window behind the latest fetched_at applied (--expire-after)
+
+LATEST = Settings(versions="latest")
+#: sweeps of two urls a transaction: most sweeps take several
+WINDOW = Retention(timedelta(days=3), chunk=2)
+
+
+def _at_day(day: int) -> str:
+    return f"2026-03-{day:02d}T10:00:00.000000Z"
+
+
+def _crawls(seed: int) -> list[Page]:
+    """Five crawls two days apart of twelve urls in four families: the first fetches every
+    url, each later one about half of them, some with another family's content."""
+    rng = np.random.default_rng(seed)
+    bases = [random_text(rng, 80) for _ in range(4)]
+    pages = []
+    for crawl in range(5):
+        for url in range(12):
+            if crawl and rng.random() < 0.5:
+                continue
+            family = (url + (crawl if rng.random() < 0.25 else 0)) % 4
+            text = edit_text(rng, bases[family], 0.02)
+            pages.append(Page(f"https://r.example/{url}", text, _at_day(1 + 2 * crawl)))
+    return pages
+
+
+class _CrashedError(Exception):
+    pass
+
+
+Crash = Callable[[str], bool]
+
+
+def _send_and_commit(
+    detector: LogDetector, staged: Staged, sent: list[dict[str, object]], crash: Crash
+) -> None:
+    kind = "sweep" if staged.expired is not None else "run"
+    if crash(kind):  # before the events are sent
+        raise _CrashedError
+    sent += [event.to_json() for event in staged.result.events]
+    if crash(kind):  # sent, not committed
+        raise _CrashedError
+    detector.commit(staged)
+
+
+def _apply(
+    detector: LogDetector,
+    records: list[tuple[int, bytes]],
+    sent: list[dict[str, object]],
+    crash: Crash,
+) -> None:
+    """What the topology's detect agent does with a batch of the log: a sweep a crash cut
+    short first, then runs of messages, each followed by the sweep it made due."""
+    while (chunk := detector.sweep()) is not None:
+        _send_and_commit(detector, chunk, sent, crash)
+    while detector.next_offset <= records[-1][0]:
+        _send_and_commit(detector, detector.stage(records), sent, crash)
+        while (chunk := detector.sweep()) is not None:
+            _send_and_commit(detector, chunk, sent, crash)
+
+
+def _fold_retained(
+    log: list[bytes], sizes: Callable[[], int], crash: Crash
+) -> tuple[State, list[dict[str, object]]]:
+    """The log folded with the window in runs of ``sizes()`` messages, through the crashes
+    ``crash(where)`` asks for (where: "sweep" or "run", before a chunk or a run is sent or
+    committed; "ack", "takeover", after): the state and the events sent."""
+    state = State.open(None, LATEST)
+    detector = LogDetector(state, LOG, retention=WINDOW)
+    sent: list[dict[str, object]] = []
+    acked = 0
+    while acked < len(log):
+        if detector.next_offset < acked:  # the topology's catch-up: silent, sweeps included
+            detector.catch_up([(o, log[o]) for o in range(detector.next_offset, acked)])
+        records = [(o, log[o]) for o in range(acked, min(len(log), acked + sizes()))]
+        try:
+            _apply(detector, records, sent, crash)
+        except _CrashedError:  # restarted on its own state
+            detector = LogDetector(state, LOG, retention=WINDOW)
+            continue
+        if crash("ack"):  # applied, its input offsets not acknowledged
+            detector = LogDetector(state, LOG, retention=WINDOW)
+            continue
+        acked = records[-1][0] + 1
+        if crash("takeover"):  # another worker takes the log over, with an empty state
+            state.close()
+            state = State.open(None, LATEST)
+            detector = LogDetector(state, LOG, retention=WINDOW)
+    # a worker that took over last catches up on its next batch
+    detector.catch_up([(o, log[o]) for o in range(detector.next_offset, len(log))])
+    return state, sent
+
+
+def _never(where: str) -> bool:
+    return False
+
+
+def _live(state: State) -> dict[str, object]:
+    return dict(state.view().live.scan())
+
+
+def _event_time(state: State) -> tuple[int, int | None, int | None]:
+    clock = state.view().event_time
+    return clock.seen(), clock.swept(), clock.due()
+
+
+def test_a_worker_killed_in_a_sweep_ends_as_one_never_interrupted() -> None:
+    """Killed before a sweep's chunk is sent or committed, a worker restarted on its state
+    finishes the sweep first: the state is the uninterrupted one table by table, and the
+    events are its events (a repeat the same); a worker rebuilding the state from the log
+    silently, sweeps included, holds it too."""
+    log = _log(_crawls(3), 1, random.Random(3), LATEST)
+    reference, expected = _fold_retained(log, lambda: 1, _never)
+    kills = iter([True, False, False, True, True, False, True] * 4)
+    killed, sent = _fold_retained(
+        log, lambda: 1, lambda where: where == "sweep" and next(kills, False)
+    )
+    rebuilt = State.open(None, LATEST)
+    silent = LogDetector(rebuilt, LOG, retention=WINDOW)
+    for offset in range(len(log)):
+        silent.catch_up([(offset, log[offset])])
+    with reference, killed, rebuilt:
+        assert next(kills, None) is None  # every kill was used: sweeps of several chunks
+        tables = settled_tables(reference)
+        assert settled_tables(killed) == tables
+        assert settled_tables(rebuilt) == tables
+        assert _event_time(reference)[2] is None and _event_time(reference)[1] is not None
+    assert sum(event["type"] == "page_removed" for event in expected) >= 4
+    first: dict[object, dict[str, object]] = {}
+    for event in sent:
+        assert first.setdefault(event["id"], event) == event
+    assert first == {event["id"]: event for event in expected}
+
+
+@settings(suppress_health_check=[HealthCheck.large_base_example], max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([1, 3]), st.integers(0, 2**32))
+def test_a_window_sweeps_the_same_urls_through_any_runs_and_crashes(
+    seed: int, partitions: int, folding: int
+) -> None:
+    """The sweeps of a window are decided after each message of the log, whatever the runs:
+    folded a message at a time, or in runs of any length through crashes anywhere (a
+    sweep's chunks included), restarts and takeovers by a worker that catches up, every
+    url's version is the same, and so is the event time; and the clusters are a fresh
+    run's over the live urls' latest content. (With versions = latest, which of a url's
+    versions were ever detected depends on the runs: the tables beyond these may differ, and
+    so may the events of runs cut short and applied again in other runs.)"""
+    pages = _crawls(seed)
+    rng = random.Random(folding)  # the log's interleaving, the runs and the crashes
+    log = _log(pages, partitions, rng, LATEST)
+    reference, expected = _fold_retained(log, lambda: 1, _never)
+    crashes = iter(range(12))
+
+    def crash(where: str) -> bool:
+        return rng.random() < 0.15 and next(crashes, None) is not None
+
+    state, _ = _fold_retained(log, lambda: rng.randint(1, 5), crash)
+    with reference, state:
+        live = _live(reference)
+        assert _live(state) == live
+        assert _event_time(state) == _event_time(reference)
+        content = {(page.url, fetched_at_to_micros(page.fetched_at)): page for page in pages}
+        latest = [content[url, v.micros] for url, v in live.items() if not v.deleted]  # type: ignore[attr-defined]
+        with State.open(None, LATEST) as fresh:
+            Detector(fresh).process(latest)
+            assert partition(state) == partition(reference) == partition(fresh)
+        # a consumer follows the sweeps' removals and splits
+        assert {frozenset(c["members"]) for c in clusters_from_events(expected)} == partition(
+            reference
+        )
+        assert state.view().counters.get("documents") == len(latest)
+        assert reference.view().counters.get("pages_expired") > 0
+
+
+def test_a_run_of_messages_stops_where_a_sweep_is_due() -> None:
+    pages = [Page(f"https://s.example/{n}", f"page {n} " * 30, _at_day(1 + n)) for n in range(6)]
+    preparer = Preparer(LATEST)
+    log = [encode_batch(preparer.prepare([page]), LATEST) for page in pages]
+    with State.open(None, LATEST) as state:
+        detector = LogDetector(state, LOG, retention=Retention(timedelta(days=2)))
+        staged = detector.stage([(o, log[o]) for o in range(len(log))])
+        assert staged.next_offset == 1  # the first time seen: a first sweep, of nothing
+        detector.commit(staged)
+        with pytest.raises(StateError, match="sweep is due"):
+            detector.stage([(o, log[o]) for o in range(1, len(log))])
+        detector.sweep_silently()
+        # day 2: the bound moved by a day, over a tenth of the window: swept again
+        assert detector.stage([(o, log[o]) for o in range(1, len(log))]).next_offset == 2
+        # caught up in one call, sweeps and all: days 1 to 3 are more than 2 days before day 6
+        detector = LogDetector(state, LOG, retention=Retention(timedelta(days=2)))
+        assert detector.catch_up([(o, log[o]) for o in range(len(log))]) == 5
+        live = {url for url, version in state.view().live.scan() if not version.deleted}
+        assert live == {f"https://s.example/{n}" for n in (3, 4, 5)}
+        assert state.view().counters.get("pages_expired") == 3
