@@ -105,9 +105,10 @@ class LogDetector:
 
         Messages below ``next_offset`` are skipped; bad ones are rejected with a reason. The
         caller sends the events, then calls ``commit``; a crash before it loses nothing,
-        since the messages are applied again on restart and give the same events. With a
-        retention window the run stops after the message that makes a sweep due (the
-        staged ``next_offset`` says where): the caller does the sweep, then the rest."""
+        since the messages are applied again on restart and give the same events. Where a
+        url's latest version counts, a run is one message; with a retention window it stops
+        after the message that makes a sweep due (the staged ``next_offset`` says where):
+        the caller does the sweep, then the rest."""
         if self.sweeper is not None and self.sweeper.due():
             raise StateError("a retention sweep is due: finish it (sweep) before the log")
         committed = self.state.view()
@@ -132,6 +133,12 @@ class LogDetector:
                             break  # the sweep comes before the next message
             except BadRecordError as error:
                 rejected.append((offset, error))
+            if self.sweeper is not None:
+                # a url's versions are followed a message at a time: a batch's departures
+                # come before its detection, so its events depend on which messages it
+                # holds, and a replay after a crash must hold the same ones to send the
+                # same events (consumers drop repeats by id)
+                break
         if self.items is not None:
             view, result = self.items.stage(items)
         else:

@@ -157,7 +157,11 @@ def test_the_window_is_refused_where_it_cannot_work(
 ) -> None:
     pages = _write(tmp_path / "1.jsonl", [{"url": "https://a/", "content": "a b c d e f"}])
     state = tmp_path / "state"
-    assert main(["run", "--state", str(state), "--quiet", "--expire-after", "30d", pages]) == 2
+    archive = ["--versions", "all"]
+    assert (
+        main(["run", "--state", str(state), "--quiet", *archive, "--expire-after", "30d", pages])
+        == 2
+    )
     assert "versions = latest" in capsys.readouterr().err
     assert not state.exists()  # refused before a state was made with versions = all
     for bad, why in (("30 days", "is not a duration"), ("0h", "is out of range")):
@@ -167,6 +171,8 @@ def test_the_window_is_refused_where_it_cannot_work(
     with pytest.raises(NeardupError, match="detection shards"):
         WorkerConfig("h:1", tmp_path, settings=LATEST, shards=2, expire_after=timedelta(days=1))
     with pytest.raises(NeardupError, match="versions = latest"):
-        WorkerConfig("h:1", tmp_path, expire_after=timedelta(days=1))
+        WorkerConfig(
+            "h:1", tmp_path, settings=Settings(versions="all"), expire_after=timedelta(days=1)
+        )
     config = WorkerConfig("h:1", tmp_path, settings=LATEST, expire_after=timedelta(hours=12))
     assert config.retention == Retention(timedelta(hours=12))
