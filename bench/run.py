@@ -71,15 +71,16 @@ NEARDUP = {
     "neardup": "thread",
     "neardup-process": "process",
     "neardup-no-containment": "thread",
-    "neardup-latest": "thread",
+    "neardup-all": "thread",
 }
 #: the settings a variant of neardup runs with beside the defaults
 _FLAGS = {
     "neardup-no-containment": ["--containment-sample", "0"],
-    "neardup-latest": ["--versions", "latest"],  # a url's latest fetch counts (docs/versions.md)
+    # every fetch a document (an archive), against the default: a url's latest fetch counts
+    "neardup-all": ["--versions", "all"],
 }
-#: run only when named (``--systems neardup,neardup-latest``): what a setting costs
-ON_REQUEST = ("neardup-latest",)
+#: run only when named (``--systems neardup,neardup-all``): what a setting costs
+ON_REQUEST = ("neardup-all",)
 SYSTEMS = tuple(name for name in (*NEARDUP, *PEERS) if name not in ON_REQUEST)
 
 
