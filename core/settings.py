@@ -170,6 +170,10 @@ class Settings:
     #: are kept (not clustered, not indexed), for its history and lost and found; the
     #: oldest go first. 0 keeps none.
     keep_versions: int = 3
+    #: With ``versions = "latest"``: a departed version is kept at most this many days of
+    #: event time (the latest fetched_at a batch holds), never of the clock; 0: no limit.
+    #: States made before this setting keep 0.
+    keep_versions_days: int = 90
     _bands_rows: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -223,6 +227,11 @@ class Settings:
             isinstance(self.keep_versions, int) and 0 <= self.keep_versions <= 64,
             f"keep_versions={self.keep_versions!r} is out of range: use an integer from 0 (keep "
             "no departed version) to 64",
+        )
+        _require(
+            isinstance(self.keep_versions_days, int) and 0 <= self.keep_versions_days <= 36500,
+            f"keep_versions_days={self.keep_versions_days!r} is out of range: use an integer "
+            "from 1 to 36500, or 0 to keep departed versions whatever their age",
         )
         _require(
             isinstance(self.split_clusters, bool),
@@ -406,6 +415,7 @@ class Settings:
             raise SettingsError(f"stored settings {text!r} are not a JSON object")
         names = {f.name for f in dataclasses.fields(cls) if f.init}
         data.setdefault("versions", "all")  # stored before the setting was: every fetch kept
+        data.setdefault("keep_versions_days", 0)  # departed versions kept whatever their age
         unknown = sorted(set(data) - names)
         if unknown:
             raise SettingsError(f"stored settings have unknown fields {unknown}: upgrade neardup")

@@ -42,6 +42,7 @@ Table = Literal[
     "live",  # url -> its version now, or its tombstone (versions = "latest")
     "gone",  # departed doc id -> the copy standing for it (versions = "latest")
     "copies",  # live exact copies of each content, in order (versions = "latest")
+    "departures",  # departure time + doc id of each kept version, oldest first
     "kept",  # departed doc id -> its closest match and its record, sketch and all (history)
 ]
 TABLES: tuple[Table, ...] = get_args(Table)

@@ -20,6 +20,8 @@ from .transaction import Transaction
 
 __all__ = ["CopyGroups", "Departed", "KeptVersions", "LiveVersion", "LiveVersions"]
 
+#: a kept version's departure in event time and its doc id (table ``departures``), in order
+_DEPARTED = struct.Struct(">qQ")
 _GROUP = struct.Struct(">QQ")  # group number, place in the group
 _NEXT = b"n"  # the next number given to a group or a place
 _MEMBER = b"m"  # + doc id -> its group and place
@@ -80,10 +82,29 @@ class KeptVersions:
     def __init__(self, tx: Transaction) -> None:
         self._tx = tx
 
-    def put(self, doc_id: int, nearest: int, record: bytes) -> None:
+    def put(self, doc_id: int, nearest: int, record: bytes, departed: int = NO_TIME) -> None:
         """``record``: the stored record that holds its sketch (its own, or for a copy its
-        original's), as stored: kept without being decoded (only the sketch is read back)."""
+        original's), as stored: kept without being decoded (only the sketch is read back).
+        ``departed``: when it left, in event time (microseconds), for ``expire_before``."""
         self._tx.put("kept", encode_id(doc_id), encode_id(nearest) + record)
+        if departed != NO_TIME:
+            self._tx.put("departures", _DEPARTED.pack(departed, doc_id), b"\x01")
+
+    def expire_before(self, micros: int) -> int:
+        """Forget the versions that departed before ``micros`` (table ``departures`` holds
+        their times in order; a time whose version went otherwise is dropped here too); how
+        many were still kept. Committed times only: a batch's own departures are not older
+        than its fetches."""
+        forgotten = 0
+        for key, _ in self._tx.store.scan("departures"):
+            when, doc_id = _DEPARTED.unpack(key)
+            if when >= micros:
+                break
+            self._tx.delete("departures", key)
+            if self._tx.get("kept", encode_id(doc_id)) is not None:
+                self._tx.delete("kept", encode_id(doc_id))
+                forgotten += 1
+        return forgotten
 
     def get(self, doc_id: int) -> tuple[int, DocRecord] | None:
         """(its closest match when it left, the record holding its sketch), or None if it is

@@ -106,6 +106,12 @@ SETTING_OPTIONS = (
         to_int,
     ),
     _setting(
+        "keep_versions_days",
+        "DAYS",
+        "with versions latest: days of event time a departed version is kept (0: no limit)",
+        to_int,
+    ),
+    _setting(
         "containment_sample",
         "P",
         "shingles per document in the containment index (0: no index)",

@@ -67,6 +67,7 @@ _SETTING_FIELDS = (
     "split_clusters",
     "versions",
     "keep_versions",
+    "keep_versions_days",
     "containment_sample",
     "containment_cap",
     "containment_threshold",

@@ -279,11 +279,18 @@ def _follow(
     new_of = {heads[index].url: heads[index].doc_id for index in result.chosen}
     deleted_at = {head.url: head.fetched_at for head in heads if head.status == "deleted"}
     gauges: dict[str, int] = {}
-    _depart(view, settings, leaving, new_of, deleted_at, result, gauges, ref, sides)
+    # event time: the batch's latest fetch (untimed records have none)
+    at = max((fetched_at_to_micros(head.fetched_at) for head in heads), default=NO_TIME)
+    _depart(view, settings, leaving, new_of, deleted_at, result, gauges, ref, sides, at)
     _revive(view, [heads[index].doc_id for index in result.chosen], sides)
+    if sides.shard and sides.union and settings.keep_versions_days and at != NO_TIME:
+        view.kept.expire_before(at - settings.keep_versions_days * _MICROS_A_DAY)
     if sides.union:  # the cluster gauges now, before the batch's joins move them on
         view.counters.add_many(gauges)
     return result
+
+
+_MICROS_A_DAY = 86_400 * 1_000_000
 
 
 def _revive(view: StateView, doc_ids: list[int], sides: _Sides) -> None:
@@ -316,9 +323,10 @@ def expire_urls(
     result = Versioned([])
     for url, version in expired:
         view.live.put(url, LiveVersion(version.last_fetched, 0, 0, version.last_fetched))
-    leaving = [(v.doc_id, url) for url, v in expired]
     sides = _Sides(shard=True, union=True)
-    _depart(view, settings, leaving, {}, {}, result, gauges, ref, sides)
+    for url, version in expired:  # each departs when it was last fetched
+        leaving = [(version.doc_id, url)]
+        _depart(view, settings, leaving, {}, {}, result, gauges, ref, sides, version.last_fetched)
     return result
 
 
@@ -332,10 +340,11 @@ def _depart(
     gauges: dict[str, int],
     ref: Callable[[int], DocRef],
     sides: _Sides,
+    now: int,
 ) -> None:
-    """The stored versions ``leaving`` depart, each a change (its url has a version in the
-    batch's documents to detect, ``new_of``) or a removal."""
-    departing = _Departure(view, settings, result.events, gauges, ref, sides)
+    """The stored versions ``leaving`` depart at ``now`` (event time), each a change (its
+    url has a version in the batch's documents to detect, ``new_of``) or a removal."""
+    departing = _Departure(view, settings, result.events, gauges, ref, sides, now)
     for doc_id, url in leaving:
         old, cluster = departing.depart(doc_id, url)
         if url in new_of:
@@ -406,8 +415,10 @@ class _Departure:
         gauges: dict[str, int],
         ref: Callable[[int], DocRef],
         sides: _Sides,
+        now: int,
     ) -> None:
         self.view = view
+        self.now = now
         self.ref = ref
         self.sides = sides
         # departed versions are kept where one state holds their sketches and matches
@@ -449,7 +460,7 @@ class _Departure:
         if kept is not None:
             # where it was: its copy, or its closest match (its cluster's root may be itself)
             nearest = max(scores, key=lambda other: (scores[other], -other), default=0)
-            view.kept.put(doc_id, nearest, kept)
+            view.kept.put(doc_id, nearest, kept, self.now)
             self._evict(url)
         return old, cluster
 

@@ -27,12 +27,16 @@ def expire(state: State, before: str, events: IO[str] | None = None) -> dict[str
             "expire removes urls from a state that keeps each url's latest version "
             "(versions = latest); this one keeps every fetch (versions = all)"
         )
-    old = expired_before(state, fetched_at_to_micros(normalise_fetched_at(before)))
+    bound = fetched_at_to_micros(normalise_fetched_at(before))
+    old = expired_before(state, bound)
     for start in range(0, len(old), EXPIRED_PER_TRANSACTION):
         view = state.view()
         result = expire_chunk(view, state.settings, old[start : start + EXPIRED_PER_TRANSACTION])
         view.commit()
         if events is not None:
             write_events(events, result.events)
+    view = state.view()
+    view.kept.expire_before(bound)  # and the departed versions kept from before the date
+    view.commit()
     state.store.compact()
     return {"expired": len(old), "disk_bytes": state.store.disk_bytes(flush=True)}

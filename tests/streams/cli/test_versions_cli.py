@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from neardup.state import State
 from neardup.streams.cli import main
 
 from tests.helpers import at_second, edit_text, random_text
@@ -80,6 +81,11 @@ def test_a_second_crawl_leaves_the_live_urls_clusters(
     assert json.loads(capsys.readouterr().out)["documents"] == 2
     assert main(expire) == 0  # again: nothing left to expire
     assert json.loads(capsys.readouterr().out)["expired"] == 0
+    # later still: every url, and the departed versions kept from before, go
+    assert main(["expire", "--state", state, "--before", "2030-01-01"]) == 0
+    assert json.loads(capsys.readouterr().out)["expired"] == 2
+    with State.open(Path(state)) as opened:
+        assert list(opened.store.items("kept")) == list(opened.store.items("departures")) == []
 
 
 def test_expire_needs_a_state_that_keeps_the_latest_versions(

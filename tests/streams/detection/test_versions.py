@@ -294,3 +294,29 @@ def test_a_version_fetched_again_after_it_departed_is_found_again() -> None:
         for url, body in [(0, text), (1, text), (0, other), (0, text), (1, third), (2, near)]:
             detector.process([Page(URLS[url], body)])
         assert _clusters(state) == {(URLS[0], URLS[2])}
+
+
+def test_departed_versions_are_kept_for_days_of_event_time() -> None:
+    """``keep_versions_days``: a departed version is forgotten once a batch holds a fetch
+    that many days after it departed (event time, never the clock); 0 keeps it."""
+    rng = np.random.default_rng(13)
+    texts = [" ".join(random_text(rng, 120)) for _ in range(4)]
+    first = Page(URLS[0], texts[0], "2026-03-01T00:00:00Z")
+    later = [
+        [Page(URLS[0], texts[1], "2026-03-02T00:00:00Z")],  # the first version departs
+        [Page(URLS[1], texts[2], "2026-03-31T00:00:00Z")],  # 29 days after
+        [Page(URLS[2], texts[3], "2026-04-02T00:00:00Z")],  # 31 days after
+    ]
+    for days, kept in ((30, [True, True, False]), (0, [True, True, True])):
+        mode = Settings(keep_versions_days=days)
+        old = Preparer(mode).prepare([first])[0].doc_id
+        with State.open(None, mode) as state:
+            detector = Detector(state)
+            detector.process([first])
+            found = []
+            for batch in later:
+                detector.process(batch)
+                found.append(state.view().kept.get(old) is not None)
+            assert found == kept
+            times = sum(1 for _ in state.store.items("departures"))
+            assert times == (0 if days else 1)
