@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from neardup.core import BadRecordError, Page, page_from_json
+from neardup.core import BadRecordError, Page, Settings, page_from_json
 from neardup.state import State
 from neardup.streams import Detector
 from neardup.streams.running.lifetime import tied_command
@@ -51,7 +51,7 @@ def _documents(lines: list[bytes]) -> int:
             pages.append(page_from_json(line))
         except BadRecordError:
             continue
-    with State.open(None) as state:
+    with State.open(None, Settings(versions="all")) as state:  # the workers keep every fetch
         Detector(state).process(pages)
         return state.view().counters.get("documents")
 
