@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import numpy as np
@@ -187,3 +188,26 @@ def store_item_model(state: State, model: ItemModel) -> None:
     view = state.view()
     view.items.put_model(model)
     view.commit()
+
+
+def recrawl(pages: list[Page], rng: random.Random) -> tuple[list[Page], list[Page]]:
+    """A second crawl of ``pages``' urls, later: each url fetched with other content, with
+    another page's content (a copy), deleted, unchanged (a 304) or not at all; the crawl,
+    and the live pages after both (each url's latest content)."""
+    again: list[Page] = []
+    for page in pages:
+        later = "2026-05-01T00:00:00Z"
+        kind = rng.choice(["other", "copy", "deleted", "unchanged", "none"])
+        if kind == "other":
+            again.append(Page(page.url, " ".join(reversed(page.content.split())), later))
+        elif kind == "copy":
+            again.append(Page(page.url, rng.choice(pages).content, later))
+        elif kind != "none":
+            again.append(Page(page.url, "", later, status=kind))  # type: ignore[arg-type]
+    live = {page.url: page for page in pages}
+    for page in again:
+        if page.status == "deleted":
+            del live[page.url]
+        elif page.status == "fetched":
+            live[page.url] = page
+    return again, list(live.values())

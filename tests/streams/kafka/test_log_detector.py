@@ -29,7 +29,7 @@ from neardup.streams.detection.event_clusters import clusters_from_events
 from neardup.streams.detection.retention import Retention
 from neardup.streams.kafka.log_detector import LogDetector, Staged
 
-from tests.helpers import edit_text, family_pages, partition, random_text, settled_tables
+from tests.helpers import edit_text, family_pages, partition, random_text, recrawl, settled_tables
 
 LOG = "nd-prepared"
 CRASHES = ("none", "before-send", "before-commit", "before-ack", "new-worker")
@@ -164,24 +164,9 @@ def test_a_crawl_s_versions_through_any_crash_give_a_fresh_run_s_clusters_and_ev
     events it sent before."""
     config = Settings(versions="latest")
     pages = family_pages(seed, families=5, size=4)
-    again: list[Page] = []
-    for page in pages:
-        later = "2026-05-01T00:00:00Z"
-        kind = rng.choice(["other", "copy", "deleted", "unchanged", "none"])
-        if kind == "other":
-            again.append(Page(page.url, " ".join(reversed(page.content.split())), later))
-        elif kind == "copy":
-            again.append(Page(page.url, rng.choice(pages).content, later))
-        elif kind != "none":
-            again.append(Page(page.url, "", later, status=kind))  # type: ignore[arg-type]
-    live = {page.url: page for page in pages}
-    for page in again:
-        if page.status == "deleted":
-            del live[page.url]
-        elif page.status == "fetched":
-            live[page.url] = page
+    again, live = recrawl(pages, rng)
     with State.open(None, config) as fresh:
-        Detector(fresh).process(list(live.values()))
+        Detector(fresh).process(live)
         expected = partition(fresh)
     log = _log(pages + again, partitions, rng, config)  # a url's fetches close together
     state, sent = _fold(log, config, rng)

@@ -26,7 +26,7 @@ from neardup.streams.kafka.findings_codec import ShardMessage, encode_findings
 from neardup.streams.kafka.shard_log import ShardLog
 from neardup.streams.kafka.union_log import MARKER_KEY, UnionLog, applied_marker, read_marker
 
-from tests.helpers import family_pages, partition, settled_tables
+from tests.helpers import family_pages, partition, recrawl, settled_tables
 
 LOG, FINDINGS = "nd-prepared", "nd-findings"
 
@@ -146,25 +146,10 @@ def test_shards_and_union_follow_a_crawl_s_versions_over_kafka_logs(
     random.seed(rng.random())
     config = Settings(versions="latest")
     pages = family_pages(seed, families=5, size=4)
-    again: list[Page] = []
-    for page in pages:
-        later = "2026-05-01T00:00:00Z"
-        kind = rng.choice(["other", "copy", "deleted", "unchanged", "none"])
-        if kind == "other":
-            again.append(Page(page.url, " ".join(reversed(page.content.split())), later))
-        elif kind == "copy":
-            again.append(Page(page.url, rng.choice(pages).content, later))
-        elif kind != "none":
-            again.append(Page(page.url, "", later, status=kind))  # type: ignore[arg-type]
+    again, live = recrawl(pages, rng)
     found = _folds_give_the_embedded_events(config, pages + again, shards, rng, crashing)
-    live = {page.url: page for page in pages}
-    for page in again:
-        if page.status == "deleted":
-            del live[page.url]
-        elif page.status == "fetched":
-            live[page.url] = page
     with State.open(None, config) as fresh:
-        Detector(fresh).process(list(live.values()))
+        Detector(fresh).process(live)
         assert found == partition(fresh)
 
 
