@@ -14,13 +14,19 @@ order; untimed ones follow their arrival.
 A superseded or deleted version departs before the batch's documents are detected: its
 matches go (the edges ``union.py`` keeps), its cluster is cut into what the remaining
 matches hold together (``regroup.py``), and a new version is then detected as any new page.
-A departing document's exact copies (the edges of score ``IDENTICAL``) stand in for it: the
-oldest becomes its heir, takes its other matches and is the copy the others hang from, and
-the index postings and fingerprints that name the departed document lead to the heir
-(``state.versions.Departed``), whose sketch it still shares. A departed document that no
-copy stands for is removed; its postings are left in the lists and lead nowhere. The
-sketches of a url's last ``Settings.keep_versions`` departed versions are kept apart
-(``state.versions.KeptVersions``), for history and lost and found.
+A departing document's exact copies stand in for it: the first of them left in the order
+they came (``state.versions.CopyGroups``) becomes its heir, takes its other matches and is
+the copy the others hang from, and the index postings and fingerprints that name the
+departed document lead to the heir (``state.versions.Departed``), whose sketch it still
+shares. A departed document that no copy stands for is removed; its postings are left in
+the lists and lead nowhere. The sketches of a url's last ``Settings.keep_versions``
+departed versions are kept apart (``state.versions.KeptVersions``), for history and lost
+and found, at most ``Settings.keep_versions_days`` of event time.
+
+With detection shards every stage decides the same versions from the same records (each
+keeps every url's version and every group of copies), and does what a departure changes in
+what it holds (``_Sides``): a shard the sketches, postings' heirs and copies, the union
+stage the matches, clusters and events.
 """
 
 from __future__ import annotations
