@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from neardup.core import Settings
+
 from .corpus import iter_pages, write_jsonl
 from .report import emit
 from .run import _disk_bytes, _run
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = [json.loads(line) for line in stats.read_text().splitlines()]
         report = {
             "seed": args.seed,
-            "versions": args.versions or "all",
+            "versions": args.versions or Settings().versions,  # a new state's default
             **growth_report(lines, seconds, rss, _disk_bytes(state)),
         }
     _print(report)
