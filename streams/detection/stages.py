@@ -39,9 +39,9 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
         )
         return dataclasses.replace(result, version_records=ignored) if ignored else result
     ref = partial(ref_of, view)
-    versioned = follow_versions(view, docs, settings, ref)
-    chosen = [docs[index] for index in versioned.chosen]
-    findings = shard_stage(view, chosen, settings)
-    heads = [DocHead.of(doc) for doc in chosen]
-    result = union_stage(view, heads, [findings], keep_records=False)
+    heads = [DocHead.of(doc) for doc in docs]  # once: the versions' and the union stage's
+    versioned = follow_versions(view, heads, settings, ref)
+    findings = shard_stage(view, [docs[index] for index in versioned.chosen], settings)
+    chosen = [heads[index] for index in versioned.chosen]
+    result = union_stage(view, chosen, [findings], keep_records=False)
     return with_versions(view, result, versioned, len(docs), ref)

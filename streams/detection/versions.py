@@ -189,14 +189,13 @@ def _decided(head: DocHead, micros: int, now: LiveVersion | None) -> Decision:
 
 def follow_versions(
     view: StateView,
-    docs: Sequence[PreparedDoc],
+    heads: Sequence[DocHead],
     settings: Settings,
     ref: Callable[[int], DocRef],
 ) -> Versioned:
-    """Decide a batch's records against the urls' versions, store the versions, and make
-    the superseded and deleted ones depart: where one state keeps the whole detector (the
-    embedded one). ``Versioned.chosen``: the records left to detect."""
-    heads = [DocHead.of(doc) for doc in docs]
+    """Decide a batch's records (their heads) against the urls' versions, store the
+    versions, and make the superseded and deleted ones depart: where one state keeps the
+    whole detector (the embedded one). ``Versioned.chosen``: the records left to detect."""
     return _follow(view, heads, settings, ref, _Sides(shard=True, union=True))
 
 
