@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import IntEnum
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from .codec import (
     NO_TIME,
@@ -236,6 +240,28 @@ class FingerprintTable:
     def register(self, key: bytes, doc_id: int, owner: int | None = None) -> None:
         extra = b"" if owner is None or owner == doc_id else encode_id(owner)
         self._tx.put("fingerprints", key, encode_id(doc_id) + extra)
+
+    def drop_removed(
+        self, start: bytes, end: bytes, removed: Callable[[npt.NDArray[np.uint64]], Any]
+    ) -> int:
+        """Forget the fingerprints from ``start`` up to ``end`` whose document left for good
+        (``state.sweep``): its content, fetched again, is new. How many were forgotten."""
+        pending = self._tx.pending("fingerprints")
+        keys: list[bytes] = []
+        ids: list[bytes] = []
+        for key, raw in self._tx.store.scan("fingerprints", start):
+            if key >= end:
+                break
+            value = pending.get(key, raw)
+            if value is not None:
+                keys.append(key)
+                ids.append(value[:8])
+        if not keys:
+            return 0
+        gone = removed(np.frombuffer(b"".join(ids), ">u8").astype(np.uint64))
+        for at in np.flatnonzero(gone).tolist():
+            self._tx.delete("fingerprints", keys[at])
+        return int(np.count_nonzero(gone))
 
 
 def _registered(raw: bytes) -> tuple[int, int]:

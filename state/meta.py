@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a stored layout changes incompatibly.
-FORMAT_VERSION = 12
+FORMAT_VERSION = 13
 
 #: older formats a writer upgrades in place when it opens them, with why that is safe
 _UPGRADES = {
@@ -32,6 +32,8 @@ _UPGRADES = {
     "a min-hash state of pages without history",
     11: "format 12 adds the live, gone and kept tables, used only where versions = 'latest' "
     "(a setting older states do not have)",
+    12: "format 13 marks removed versions in gone (heir 0) until the sweep takes them out "
+    "of the indexes; format 12's gone holds heirs only, which format 13 reads as they are",
 }
 #: the format from which the stopranks table is there to keep (no need to rank the stop keys)
 _RANKED = 10

@@ -425,6 +425,12 @@ class PostingLog:
         self._marks = marks
         self._tx.put("meta", self._logged.meta_key, marks.encode())
 
+    def progress(self) -> tuple[int, int]:
+        """(the next record's number, the last record folded into every range): the
+        records from the first on may hold postings not in the lists yet."""
+        marks = self._snapshot().marks
+        return marks.next_seq, min(marks.folded)
+
     def meet(self, key_arrays: Sequence[U32]) -> Meetings:
         """What each document would meet under its keys, the logged postings included."""
         return self._index.meet(key_arrays, self._snapshot().entries)

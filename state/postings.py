@@ -487,6 +487,50 @@ class PostingIndex:
                     True,
                 )
 
+    @property
+    def table(self) -> IndexTable:
+        return self._table
+
+    def drop_removed(
+        self, start: bytes, end: bytes, removed: Callable[[U64], npt.NDArray[np.bool_]]
+    ) -> int:
+        """Rewrite the lists of keys from ``start`` up to ``end`` without the documents that
+        ``removed`` says left for good (``state.sweep``), deleting the lists left empty; the
+        entries taken out. Stop keys keep no documents and stay as they are. The lists this
+        view has written count as written; the keys it created hold its own documents."""
+        pending = self._tx.pending(self._table)
+        keys: list[bytes] = []
+        lists: list[bytes] = []
+        width = self._layout.dtype.itemsize
+        for key, raw in self._tx.store.scan(self._table, start):
+            if key >= end:
+                break
+            value = pending.get(key, raw)
+            if value is not None and len(value) % width == 0:
+                keys.append(key)
+                lists.append(value)
+        if not lists:
+            return 0
+        lengths = np.fromiter((len(raw) // width for raw in lists), np.int64, len(lists))
+        entries: npt.NDArray[Any] = np.frombuffer(b"".join(lists), self._layout.dtype)
+        gone = removed(entries["id"].astype(np.uint64))
+        if not gone.any():
+            return 0
+        hit = np.logical_or.reduceat(gone, np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+        bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+        emptied = 0
+        for i in np.flatnonzero(hit).tolist():
+            begin, stop = bounds[i], bounds[i + 1]
+            kept = entries[begin:stop][~gone[begin:stop]]
+            if len(kept):
+                self._tx.put(self._table, keys[i], kept.tobytes())
+            else:
+                self._tx.delete(self._table, keys[i])
+                emptied += 1
+        if emptied:
+            Counters(self._tx).add(f"index_keys:{self._table}", -emptied)
+        return int(np.count_nonzero(gone))
+
     def _lists_of(
         self, carried: _Carried, written: Any = None
     ) -> tuple[list[bytes], list[bytes | None], Any]:

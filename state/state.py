@@ -23,6 +23,7 @@ from .posting_log import LoggedPostings, PostingLog
 from .postings import INDEX_TABLES, IndexTable, PostingIndex, read_key_filter
 from .rocksdb import FOLLOWER_OPTIONS, RocksDBOptions, RocksDBStore
 from .store import Store
+from .sweep import RemovedSweep
 from .timeline import Timeline
 from .transaction import Transaction
 from .versions import CopyGroups, Departed, KeptVersions, LiveVersions
@@ -90,6 +91,15 @@ class StateView:
         # SimHash mode: a page's key in each of Manku's tables, with its size class
         self.simhashes = PostingIndex(
             self.tx, "simhashes", cap, SUPER_ENTRY, _of(key_filter, "simhashes")
+        )
+        # removed versions' postings and fingerprints, taken out a slice at a time
+        self.sweep = RemovedSweep(
+            self.tx,
+            self.departed,
+            (self.super_shingles, self.short_shingles, containment, self.simhashes),
+            self.fingerprints,
+            self.containment,
+            settings.band_count,
         )
 
     def commit(self) -> None:

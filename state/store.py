@@ -40,7 +40,7 @@ Table = Literal[
     "edges",  # doc id + doc id -> the score of their match (both ways round)
     "simhashes",  # SimHash table key -> posting list of doc ids (SimHash mode's candidates)
     "live",  # url -> its version now, or its tombstone (versions = "latest")
-    "gone",  # departed doc id -> the copy standing for it (versions = "latest")
+    "gone",  # departed doc id -> the copy standing for it, or removed (versions = "latest")
     "copies",  # live exact copies of each content, in order (versions = "latest")
     "departures",  # departure time + doc id of each kept version, oldest first
     "kept",  # departed doc id -> its closest match and its record, sketch and all (history)

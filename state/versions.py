@@ -15,6 +15,9 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from .codec import NO_TIME, DocRecord, decode_id, encode_id
 from .transaction import Transaction
 
@@ -23,6 +26,8 @@ __all__ = ["CopyGroups", "Departed", "KeptVersions", "LiveVersion", "LiveVersion
 #: a kept version's departure in event time and its doc id (table ``departures``), in order
 _DEPARTED = struct.Struct(">qQ")
 _GROUP = struct.Struct(">QQ")  # group number, place in the group
+#: heir 0, the sweep pass in which the document left, the posting log's next record then
+_REMOVED = struct.Struct(">QQq")
 _NEXT = b"n"  # the next number given to a group or a place
 _MEMBER = b"m"  # + doc id -> its group and place
 _PLACE = b"g"  # + group + place -> doc id
@@ -123,7 +128,9 @@ class KeptVersions:
 
 class Departed:
     """Departed documents whose copies stand for them -> the copy (their heir): for the
-    postings and fingerprints that still name them."""
+    postings and fingerprints that still name them. A document that left with no copy to
+    stand for it is marked removed (heir 0, with the sweep pass that saw it leave) until the
+    sweep (``state.sweep``) has taken it out of every posting list and fingerprint."""
 
     def __init__(self, tx: Transaction) -> None:
         self._tx = tx
@@ -132,7 +139,7 @@ class Departed:
         """The heir of each departed document among ``doc_ids`` (others are left out)."""
         wanted = list(doc_ids)
         raws = self._tx.get_many("gone", [encode_id(doc_id) for doc_id in wanted])
-        return {doc_id: decode_id(raw) for doc_id, raw in zip(wanted, raws, strict=True) if raw}
+        return {doc_id: decode_id(raw[:8]) for doc_id, raw in zip(wanted, raws, strict=True) if raw}
 
     def live(self, doc_ids: Iterable[int]) -> dict[int, int]:
         """Each departed document among ``doc_ids`` -> the live document standing for it
@@ -151,8 +158,9 @@ class Departed:
         return resolved
 
     def any(self) -> bool:
-        """Whether some departed document may have an heir (a state where none ever had
-        one skips the lookups)."""
+        """Whether some departed document is marked (an heir stands for it, or it was
+        removed and the sweep has not taken it out yet): a state where none is skips the
+        lookups."""
         pending = self._tx.pending("gone")
         if any(value is not None for value in pending.values()):
             return True
@@ -166,6 +174,39 @@ class Departed:
     def unmark(self, doc_id: int) -> None:
         """A document live again (an heir, or a version fetched again) leads to itself."""
         self._tx.delete("gone", encode_id(doc_id))
+
+    def mark_removed(self, doc_id: int, sweep_pass: int, logged: int) -> None:
+        """A document that left with no copy to stand for it, in sweep pass ``sweep_pass``,
+        when the posting log's next record was ``logged``."""
+        self._tx.put("gone", encode_id(doc_id), _REMOVED.pack(0, sweep_pass, logged))
+
+    def removed(self) -> npt.NDArray[np.uint64]:
+        """Every document marked removed, sorted: one read of the table (it holds the
+        removals of about two sweep passes, and the heirs)."""
+        pending = self._tx.pending("gone")
+        marked = [
+            key for key, raw in self._tx.store.scan("gone") if key not in pending and len(raw) > 8
+        ]
+        marked += [key for key, raw in pending.items() if raw is not None and len(raw) > 8]
+        ids = np.frombuffer(b"".join(marked), ">u8").astype(np.uint64)
+        found: npt.NDArray[np.uint64] = np.sort(ids)
+        return found
+
+    def forget_removed(self, before_pass: int, folded: int) -> int:
+        """Unmark the documents marked removed in a sweep pass before ``before_pass`` whose
+        logged postings were all folded (records up to ``folded``) when that pass began: the
+        sweep has taken them out since. How many marked removed are left."""
+        pending = self._tx.pending("gone")
+        left = sum(len(raw) > 8 for raw in pending.values() if raw is not None)
+        for key, raw in self._tx.store.scan("gone"):
+            if key in pending or len(raw) <= 8:
+                continue
+            _, sweep_pass, logged = _REMOVED.unpack(raw)
+            if sweep_pass < before_pass and logged - 1 <= folded:
+                self._tx.delete("gone", key)
+            else:
+                left += 1
+        return left
 
 
 class CopyGroups:

@@ -136,6 +136,7 @@ def expire_chunk(
     view.counters.add_many(gauges)
     view.counters.add_many(versioned.counter_increments())
     view.counters.add("pages_expired", versioned.counts.removed)
+    view.sweep.step()
     return BatchResult(
         events=tuple(versioned.events),
         removed=versioned.counts.removed,

@@ -143,9 +143,11 @@ def shard_records(
     (``union.union_records``) decides the same versions from the documents' heads."""
     if settings.versions == "all":  # an archive: every fetch is a document, nothing departs
         chosen = [doc for doc in docs if doc.page.status == "fetched"]
-    else:
-        chosen = follow_versions_in_shard(view, docs, settings, ownership.keeps)
-    return shard_stage(view, chosen, settings, ownership)
+        return shard_stage(view, chosen, settings, ownership)
+    chosen = follow_versions_in_shard(view, docs, settings, ownership.keeps)
+    findings = shard_stage(view, chosen, settings, ownership)
+    view.sweep.step()
+    return findings
 
 
 def _keep(view: StateView, doc: PreparedDoc, verdict: Verdict, simhash: bool) -> None:

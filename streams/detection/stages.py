@@ -44,4 +44,5 @@ def ingest_batch(view: StateView, docs: list[PreparedDoc], settings: Settings) -
     findings = shard_stage(view, [docs[index] for index in versioned.chosen], settings)
     chosen = [heads[index] for index in versioned.chosen]
     result = union_stage(view, chosen, [findings], keep_records=False)
+    view.sweep.step()
     return with_versions(view, result, versioned, len(docs), ref)

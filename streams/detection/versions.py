@@ -454,8 +454,8 @@ class _Departure:
                 self._hand_down(doc_id, heir)
                 view.departed.mark(doc_id, heir)
                 view.departed.unmark(heir)  # live: its own postings lead to it again
-            else:
-                view.departed.unmark(doc_id)
+            else:  # its postings and fingerprints lead nowhere: swept out
+                view.sweep.remove(doc_id)
             if sides.keeps is not None and not sides.keeps(doc_id):
                 view.seen.remove(doc_id)
         view.copies.leave(doc_id)

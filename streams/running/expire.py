@@ -19,6 +19,9 @@ from ..detection.retention import EXPIRED_PER_TRANSACTION, expire_chunk, expired
 
 __all__ = ["expire"]
 
+#: slices of the indexes swept in one transaction (``state.sweep``)
+_SLICES_PER_TRANSACTION = 256
+
 
 def expire(state: State, before: str, events: IO[str] | None = None) -> dict[str, int]:
     """Remove every live url last fetched before ``before`` (ISO-8601); what it did."""
@@ -38,5 +41,14 @@ def expire(state: State, before: str, events: IO[str] | None = None) -> dict[str
     view = state.view()
     view.kept.expire_before(bound)  # and the departed versions kept from before the date
     view.commit()
+    # their postings and fingerprints out of the indexes before compacting: two passes at
+    # most (the first may have begun before they left)
+    until = state.view().sweep.sweep_pass + 2
+    while True:
+        view = state.view()
+        swept = view.sweep.drain(_SLICES_PER_TRANSACTION, until)
+        view.commit()
+        if swept:
+            break
     state.store.compact()
     return {"expired": len(old), "disk_bytes": state.store.disk_bytes(flush=True)}
