@@ -180,10 +180,17 @@ class RemovedSweep:
     def _sweep_slices(self, first: int, stop: int) -> int:
         """Slices ``first`` up to ``stop`` of every index and of the fingerprints: one
         ordered read of each."""
-        marked = self._departed.removed()
+        # each document looked up once a sweep, however many lists name it: a read of the
+        # whole ``gone`` table would grow with every heir a crawl ever made
+        checked: dict[int, bool] = {}
 
         def removed(doc_ids: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
-            found: npt.NDArray[np.bool_] = np.isin(doc_ids, marked, assume_unique=False)
+            distinct = np.unique(doc_ids)
+            ids = distinct.tolist()
+            unknown = [doc_id for doc_id in ids if doc_id not in checked]
+            checked.update(zip(unknown, self._departed.removed(unknown), strict=True))
+            flags = np.fromiter((checked[doc_id] for doc_id in ids), np.bool_, len(ids))
+            found: npt.NDArray[np.bool_] = flags[np.searchsorted(distinct, doc_ids)]
             return found
 
         low, high = _bounds(first, stop, 4)

@@ -15,9 +15,6 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
-
 from .codec import NO_TIME, DocRecord, decode_id, encode_id
 from .transaction import Transaction
 
@@ -180,17 +177,10 @@ class Departed:
         when the posting log's next record was ``logged``."""
         self._tx.put("gone", encode_id(doc_id), _REMOVED.pack(0, sweep_pass, logged))
 
-    def removed(self) -> npt.NDArray[np.uint64]:
-        """Every document marked removed, sorted: one read of the table (it holds the
-        removals of about two sweep passes, and the heirs)."""
-        pending = self._tx.pending("gone")
-        marked = [
-            key for key, raw in self._tx.store.scan("gone") if key not in pending and len(raw) > 8
-        ]
-        marked += [key for key, raw in pending.items() if raw is not None and len(raw) > 8]
-        ids = np.frombuffer(b"".join(marked), ">u8").astype(np.uint64)
-        found: npt.NDArray[np.uint64] = np.sort(ids)
-        return found
+    def removed(self, doc_ids: list[int]) -> list[bool]:
+        """Whether each of ``doc_ids`` is marked removed."""
+        raws = self._tx.get_many("gone", [encode_id(doc_id) for doc_id in doc_ids])
+        return [raw is not None and len(raw) > 8 for raw in raws]
 
     def forget_removed(self, before_pass: int, folded: int) -> int:
         """Unmark the documents marked removed in a sweep pass before ``before_pass`` whose
