@@ -246,16 +246,11 @@ class FingerprintTable:
     ) -> int:
         """Forget the fingerprints from ``start`` up to ``end`` whose document left for good
         (``state.sweep``): its content, fetched again, is new. How many were forgotten."""
-        pending = self._tx.pending("fingerprints")
         keys: list[bytes] = []
         ids: list[bytes] = []
-        for key, raw in self._tx.store.scan("fingerprints", start):
-            if key >= end:
-                break
-            value = pending.get(key, raw)
-            if value is not None:
-                keys.append(key)
-                ids.append(value[:8])
+        for key, value in self._tx.stored_range("fingerprints", start, end):
+            keys.append(key)
+            ids.append(value[:8])
         if not keys:
             return 0
         gone = removed(np.frombuffer(b"".join(ids), ">u8").astype(np.uint64))

@@ -498,15 +498,11 @@ class PostingIndex:
         ``removed`` says left for good (``state.sweep``), deleting the lists left empty; the
         entries taken out. Stop keys keep no documents and stay as they are. The lists this
         view has written count as written; the keys it created hold its own documents."""
-        pending = self._tx.pending(self._table)
+        width = self._layout.dtype.itemsize
         keys: list[bytes] = []
         lists: list[bytes] = []
-        width = self._layout.dtype.itemsize
-        for key, raw in self._tx.store.scan(self._table, start):
-            if key >= end:
-                break
-            value = pending.get(key, raw)
-            if value is not None and len(value) % width == 0:
+        for key, value in self._tx.stored_range(self._table, start, end):
+            if len(value) % width == 0:
                 keys.append(key)
                 lists.append(value)
         if not lists:
@@ -516,11 +512,11 @@ class PostingIndex:
         gone = removed(entries["id"].astype(np.uint64))
         if not gone.any():
             return 0
-        hit = np.logical_or.reduceat(gone, np.concatenate([[0], np.cumsum(lengths)[:-1]]))
-        bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
+        hit = np.logical_or.reduceat(gone, bounds[:-1])
         emptied = 0
         for i in np.flatnonzero(hit).tolist():
-            begin, stop = bounds[i], bounds[i + 1]
+            begin, stop = int(bounds[i]), int(bounds[i + 1])
             kept = entries[begin:stop][~gone[begin:stop]]
             if len(kept):
                 self._tx.put(self._table, keys[i], kept.tobytes())

@@ -7,7 +7,7 @@ reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from .store import Store, Table
 
@@ -72,6 +72,18 @@ class Transaction:
     def pending(self, table: Table) -> Mapping[bytes, bytes | None]:
         """The pending writes of ``table``, to read (None: a delete)."""
         return self._pending.get(table, {})
+
+    def stored_range(self, table: Table, start: bytes, end: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """The stored keys from ``start`` up to ``end``, in order, each with its value as this
+        transaction sees it; a key it deleted is left out, and keys only it wrote are not
+        listed (a sweep's lists: those hold the transaction's own documents)."""
+        pending = self._pending.get(table, {})
+        for key, raw in self.store.scan(table, start):
+            if key >= end:
+                return
+            value = pending.get(key, raw)
+            if value is not None:
+                yield key, value
 
     def delete(self, table: Table, key: bytes) -> None:
         self._pending.setdefault(table, {})[key] = None
